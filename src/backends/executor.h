@@ -1,0 +1,64 @@
+// GraphProgram: a graph compiled to one kernel per node, run in topological order with values
+// released after their last use (buffers recycled through the run's HostPool). Control-flow
+// kernels compile their bodies into nested GraphPrograms.
+#pragma once
+
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "backends/kernel.h"
+
+namespace switchyard::backends {
+
+class Profiler;
+
+/// Per-run state shared by every kernel of one run() call.
+struct RunState {
+  std::shared_ptr<HostPool> pool;
+  int num_threads = 1;
+  /// Optional: records each node's time (nullptr = off).
+  Profiler* profiler = nullptr;
+};
+
+/// The values of one running graph, with a link to the enclosing graph's frame.
+struct Frame {
+  const GraphProgram* program = nullptr;
+  std::vector<ir::Datum>* slots = nullptr;
+  const Frame* parent = nullptr;
+  /// The value's current datum here or in an enclosing frame; nullptr if not (yet) computed.
+  const ir::Datum* lookup(const ir::Value* v) const;
+};
+
+class GraphProgram {
+ public:
+  /// Creates one kernel per node; throws Unsupported naming the first node without a kernel.
+  GraphProgram(const ir::Graph& graph, const KernelRegistry& registry);
+
+  /// Runs with `inputs` in graph-input order; returns the graph outputs in order. `outer` gives
+  /// values of enclosing graphs (for subgraphs; nullptr at top level).
+  std::vector<ir::Datum> run(std::vector<ir::Datum> inputs, RunState& state,
+                             const Frame* outer = nullptr) const;
+
+  const ir::Graph& graph() const { return graph_; }
+  /// Slot of a value owned by this graph, or -1.
+  int slot_of(const ir::Value* v) const;
+
+ private:
+  struct Step {
+    const ir::Node* node;
+    std::unique_ptr<Kernel> kernel;
+    std::vector<int> input_slots;   // -1 for omitted; -2 for outer-scope value
+    std::vector<int> output_slots;
+    std::vector<int> release_after;  // slots whose last use is this step
+  };
+  const ir::Graph& graph_;
+  std::unordered_map<const ir::Value*, int> slot_by_value_;
+  std::vector<ir::Datum> constants_;  // per slot; empty kind when not a constant
+  std::vector<int> input_slots_;
+  std::vector<int> output_slots_;
+  std::vector<Step> steps_;
+  size_t num_slots_ = 0;
+};
+
+}  // namespace switchyard::backends

@@ -1,0 +1,43 @@
+// Host memory for kernel outputs: a per-run pool that recycles buffers by size, so values freed
+// after their last use (liveness) are reused by later nodes, and reports peak bytes.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace switchyard::backends {
+
+class HostPool : public std::enable_shared_from_this<HostPool> {
+ public:
+  /// Creates a pool; `poison` fills fresh buffers with 0xFF bytes (NaN for floats) so tests
+  /// catch kernels that read outputs before writing them.
+  static std::shared_ptr<HostPool> create(bool poison = false);
+  ~HostPool();
+
+  /// Storage of at least `bytes` (64-byte aligned). The block returns to the pool when the
+  /// last shared_ptr to it is dropped, which may happen after the run (outputs) or from
+  /// another thread. Throws OutOfMemory.
+  std::shared_ptr<void> allocate(size_t bytes);
+
+  size_t live_bytes() const;
+  /// Largest sum of live bytes since the last reset_peak().
+  size_t peak_bytes() const;
+  void reset_peak();
+  /// Bytes held in the free list (cached for reuse).
+  size_t cached_bytes() const;
+
+ private:
+  explicit HostPool(bool poison) : poison_(poison) {}
+  void release(void* p, size_t bytes);
+  mutable std::mutex mutex_;
+  std::multimap<size_t, void*> free_;
+  size_t live_ = 0;
+  size_t peak_ = 0;
+  size_t cached_ = 0;
+  bool poison_ = false;
+};
+
+}  // namespace switchyard::backends

@@ -1,0 +1,9 @@
+// Schemas of the control_flow family (see op_kinds.def).
+#include "ops/schema.h"
+#include "ops/shape_inference.h"
+
+namespace switchyard::ops {
+
+void register_control_flow_schemas(SchemaRegistry& r) { (void)r; }
+
+}  // namespace switchyard::ops

@@ -1,0 +1,9 @@
+// Schemas of the strings family (see op_kinds.def).
+#include "ops/schema.h"
+#include "ops/shape_inference.h"
+
+namespace switchyard::ops {
+
+void register_strings_schemas(SchemaRegistry& r) { (void)r; }
+
+}  // namespace switchyard::ops
