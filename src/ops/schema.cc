@@ -67,6 +67,7 @@ const SchemaRegistry& schemas() {
     register_normalization_schemas(r);
     register_conv_schemas(r);
     register_matmul_schemas(r);
+    register_loss_schemas(r);
     register_pool_schemas(r);
     register_shape_schemas(r);
     register_gather_scatter_schemas(r);

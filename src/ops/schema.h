@@ -80,6 +80,7 @@ void register_quantize_schemas(SchemaRegistry& r);
 void register_reduce_schemas(SchemaRegistry& r);
 void register_normalization_schemas(SchemaRegistry& r);
 void register_conv_schemas(SchemaRegistry& r);
+void register_loss_schemas(SchemaRegistry& r);
 void register_matmul_schemas(SchemaRegistry& r);
 void register_pool_schemas(SchemaRegistry& r);
 void register_shape_schemas(SchemaRegistry& r);

@@ -11,6 +11,7 @@ const backends::KernelRegistry& cpu_kernels() {
     register_normalization_kernels(r);
     register_conv_kernels(r);
     register_matmul_kernels(r);
+    register_loss_kernels(r);
     register_pool_kernels(r);
     register_shape_kernels(r);
     register_gather_scatter_kernels(r);

@@ -14,6 +14,7 @@ void register_quantize_kernels(backends::KernelRegistry& r);
 void register_reduce_kernels(backends::KernelRegistry& r);
 void register_normalization_kernels(backends::KernelRegistry& r);
 void register_conv_kernels(backends::KernelRegistry& r);
+void register_loss_kernels(backends::KernelRegistry& r);
 void register_matmul_kernels(backends::KernelRegistry& r);
 void register_pool_kernels(backends::KernelRegistry& r);
 void register_shape_kernels(backends::KernelRegistry& r);

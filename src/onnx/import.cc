@@ -1,0 +1,351 @@
+// ModelProto → ir::Graph: opsets, initializers, inputs/outputs and their types, nodes with
+// their attributes, and If/Loop/Scan bodies as child graphs.
+
+#include "onnx/import.h"
+
+#include <algorithm>
+#include <new>
+#include <unordered_set>
+
+#include "onnx/graph_edit.h"
+#include "onnx/proto_convert.h"
+
+namespace switchyard::onnx_import {
+
+namespace {
+
+using detail::with_context;
+
+// Subgraph nesting accepted whatever the options say: it bounds the parser's and our own
+// recursion, so that a hostile file cannot exhaust the stack.
+constexpr int kHardestSubgraphDepth = 1000;
+
+// Protobuf nesting allowed for a given subgraph depth: each level of subgraph costs three
+// message levels (Node → Attribute → Graph), types and tensors a few more.
+int recursion_limit_for(int max_subgraph_depth) {
+  return std::max(1000, 4 * max_subgraph_depth + 64);
+}
+
+std::string normalise_domain(const std::string& domain) {
+  return domain == "ai.onnx" ? std::string() : domain;
+}
+
+class Importer {
+ public:
+  Importer(const onnx::ModelProto& model, std::string base_dir, const ImportOptions& options)
+      : model_(model),
+        base_dir_(std::move(base_dir)),
+        max_depth_(std::clamp(options.max_subgraph_depth, 0, kHardestSubgraphDepth)) {}
+
+  /// Builds the main graph (and, recursively, every subgraph) from its GraphProto.
+  void build_graph(const onnx::GraphProto& proto, ir::Graph& graph, const std::string& prefix);
+
+ private:
+  std::string where(const ir::Graph& graph) const {
+    return graph.parent() ? fmt::format(" of graph '{}'", graph.name()) : std::string();
+  }
+  void add_initializers(const onnx::GraphProto& proto, ir::Graph& graph,
+                        std::unordered_set<std::string>& names);
+  ir::Node* add_node_shell(const onnx::NodeProto& proto, int index, ir::Graph& graph,
+                           const std::string& prefix);
+  void check_domain(const onnx::NodeProto& proto, const ir::Node& node) const;
+  void wire_inputs(const onnx::NodeProto& proto, ir::Node& node, ir::Graph& graph) const;
+  ir::Attribute convert_attribute(const onnx::AttributeProto& proto, const ir::Node& node,
+                                  ir::Graph& graph);
+  std::shared_ptr<ir::Graph> build_subgraph(const onnx::GraphProto& proto, const ir::Node& node,
+                                            const std::string& label, ir::Graph& graph);
+  void apply_declared_type(ir::Graph& graph, const onnx::ValueInfoProto& info,
+                           const std::string& label) const;
+
+  const onnx::ModelProto& model_;
+  std::string base_dir_;
+  int max_depth_;
+  detail::NodeNames names_;
+};
+
+void Importer::build_graph(const onnx::GraphProto& proto, ir::Graph& graph,
+                           const std::string& prefix) {
+  for (const auto& sparse : proto.sparse_initializer()) {
+    SY_THROW(Unsupported, "sparse initializer '{}'{} is not supported",
+             sparse.values().name(), where(graph));
+  }
+  std::unordered_set<std::string> initializer_names;
+  add_initializers(proto, graph, initializer_names);
+  for (const auto& input : proto.input()) {
+    // Before IR version 4 initializers were also listed as inputs; they stay constants.
+    if (initializer_names.count(input.name())) continue;
+    std::string label = fmt::format("input '{}'{}", input.name(), where(graph));
+    SY_CHECK(!input.name().empty(), InvalidModel, "an input{} has no name", where(graph));
+    ir::Type type = input.has_type() ? detail::type_from_proto(input.type(), label) : ir::Type{};
+    with_context(label, [&] { return graph.add_input(input.name(), std::move(type)); });
+  }
+
+  // Nodes are created in three passes so that a node (or a subgraph) may read a value
+  // produced later in the file: outputs first, then attributes (subgraphs), then inputs.
+  std::vector<ir::Node*> nodes;
+  nodes.reserve(static_cast<size_t>(proto.node_size()));
+  for (int i = 0; i < proto.node_size(); ++i)
+    nodes.push_back(add_node_shell(proto.node(i), i, graph, prefix));
+  for (int i = 0; i < proto.node_size(); ++i) {
+    ir::Node* node = nodes[static_cast<size_t>(i)];
+    for (const auto& attr : proto.node(i).attribute())
+      node->set_attribute(convert_attribute(attr, *node, graph));
+  }
+  for (int i = 0; i < proto.node_size(); ++i)
+    wire_inputs(proto.node(i), *nodes[static_cast<size_t>(i)], graph);
+
+  for (const auto& output : proto.output()) {
+    SY_CHECK(!output.name().empty(), InvalidModel, "an output{} has no name", where(graph));
+    ir::Value* v = graph.find_value(output.name());
+    SY_CHECK(v != nullptr, InvalidModel,
+             "output '{}'{} is not produced by any node, input or initializer", output.name(),
+             where(graph));
+    graph.add_output(v);
+    apply_declared_type(graph, output, fmt::format("output '{}'{}", output.name(), where(graph)));
+  }
+  for (const auto& info : proto.value_info()) {
+    apply_declared_type(graph, info,
+                        fmt::format("value_info '{}'{}", info.name(), where(graph)));
+  }
+}
+
+void Importer::add_initializers(const onnx::GraphProto& proto, ir::Graph& graph,
+                                std::unordered_set<std::string>& names) {
+  for (const auto& init : proto.initializer()) {
+    std::string label = fmt::format("initializer '{}'{}", init.name(), where(graph));
+    SY_CHECK(!init.name().empty(), InvalidModel, "an initializer{} has no name", where(graph));
+    ir::Tensor data = detail::tensor_from_proto(init, base_dir_, label);
+    with_context(label, [&] { return graph.add_constant(init.name(), std::move(data)); });
+    names.insert(init.name());
+  }
+}
+
+ir::Node* Importer::add_node_shell(const onnx::NodeProto& proto, int index, ir::Graph& graph,
+                                   const std::string& prefix) {
+  std::string base = proto.name().empty() ? fmt::format("{}_{}", proto.op_type(), index)
+                                          : proto.name();
+  std::string name = names_.claim(prefix + base);
+  SY_CHECK(!proto.op_type().empty(), InvalidModel, "node '{}'{} has no op_type", name,
+           where(graph));
+  std::vector<std::string> outputs(proto.output().begin(), proto.output().end());
+  ir::Node* node = nullptr;
+  std::string label = fmt::format("[{}] node '{}'", proto.op_type(), name);
+  with_context(label, [&] {
+    node = graph.add_node(proto.op_type(), name, {}, outputs, normalise_domain(proto.domain()));
+    return 0;
+  });
+  check_domain(proto, *node);
+  return node;
+}
+
+void Importer::check_domain(const onnx::NodeProto& proto, const ir::Node& node) const {
+  const std::string& domain = node.domain();
+  if (domain.empty()) return;
+  for (const auto& fn : model_.functions()) {
+    SY_CHECK(!(fn.domain() == proto.domain() && fn.name() == proto.op_type()), Unsupported,
+             "{}: calls the model-local function '{}' of domain '{}'; model-local functions "
+             "are not supported",
+             node.describe(), fn.name(), domain);
+  }
+  SY_CHECK(domain != "ai.onnx.ml", Unsupported,
+           "{}: domain 'ai.onnx.ml' (ONNX-ML operators) is not supported", node.describe());
+  SY_THROW(Unsupported, "{}: domain '{}' is not supported; only the default ONNX domain is",
+           node.describe(), domain);
+}
+
+void Importer::wire_inputs(const onnx::NodeProto& proto, ir::Node& node,
+                           ir::Graph& graph) const {
+  for (int i = 0; i < proto.input_size(); ++i) {
+    const std::string& name = proto.input(i);
+    if (name.empty()) {
+      node.add_input(nullptr);
+      continue;
+    }
+    ir::Value* v = graph.find_value(name);
+    SY_CHECK(v != nullptr, InvalidModel,
+             "{}: input {} '{}' is not produced by any node, graph input or initializer",
+             node.describe(), i, name);
+    node.add_input(v);
+  }
+}
+
+ir::Attribute::Kind attribute_kind(const onnx::AttributeProto& a, const std::string& label) {
+  using K = ir::Attribute::Kind;
+  using P = onnx::AttributeProto;
+  switch (a.type()) {
+    case P::FLOAT: return K::Float;
+    case P::INT: return K::Int;
+    case P::STRING: return K::String;
+    case P::TENSOR: return K::Tensor;
+    case P::GRAPH: return K::Graph;
+    case P::TYPE_PROTO: return K::TypeProto;
+    case P::FLOATS: return K::Floats;
+    case P::INTS: return K::Ints;
+    case P::STRINGS: return K::Strings;
+    case P::TENSORS: return K::Tensors;
+    case P::GRAPHS: return K::Graphs;
+    case P::TYPE_PROTOS: return K::TypeProtos;
+    case P::SPARSE_TENSOR:
+    case P::SPARSE_TENSORS:
+      SY_THROW(Unsupported, "{}: sparse tensor attributes are not supported", label);
+    case P::UNDEFINED: break;
+    default: SY_THROW(InvalidModel, "{}: unknown attribute type {}", label, int(a.type()));
+  }
+  // Files written before IR version 2 carry no type: infer it from the field that is set.
+  if (a.has_f()) return K::Float;
+  if (a.has_i()) return K::Int;
+  if (a.has_s()) return K::String;
+  if (a.has_t()) return K::Tensor;
+  if (a.has_g()) return K::Graph;
+  if (a.floats_size() > 0) return K::Floats;
+  if (a.ints_size() > 0) return K::Ints;
+  if (a.strings_size() > 0) return K::Strings;
+  if (a.tensors_size() > 0) return K::Tensors;
+  if (a.graphs_size() > 0) return K::Graphs;
+  SY_CHECK(!a.has_sparse_tensor() && a.sparse_tensors_size() == 0, Unsupported,
+           "{}: sparse tensor attributes are not supported", label);
+  SY_THROW(InvalidModel, "{}: has no type and no value", label);
+}
+
+ir::Attribute Importer::convert_attribute(const onnx::AttributeProto& proto,
+                                          const ir::Node& node, ir::Graph& graph) {
+  using K = ir::Attribute::Kind;
+  std::string label = fmt::format("{}: attribute '{}'", node.describe(), proto.name());
+  SY_CHECK(!proto.name().empty(), InvalidModel, "{}: an attribute has no name", node.describe());
+  SY_CHECK(proto.ref_attr_name().empty(), InvalidModel,
+           "{}: refers to the function attribute '{}', which is only valid inside a function",
+           label, proto.ref_attr_name());
+  ir::Attribute a;
+  a.name = proto.name();
+  a.kind = attribute_kind(proto, label);
+  switch (a.kind) {
+    case K::Float: a.f = proto.f(); break;
+    case K::Int: a.i = proto.i(); break;
+    case K::String: a.s = proto.s(); break;
+    case K::Tensor: a.t = detail::tensor_from_proto(proto.t(), base_dir_, label); break;
+    case K::Graph: a.g = build_subgraph(proto.g(), node, a.name, graph); break;
+    case K::TypeProto: a.tp = detail::type_from_proto(proto.tp(), label); break;
+    case K::Floats: a.floats.assign(proto.floats().begin(), proto.floats().end()); break;
+    case K::Ints: a.ints.assign(proto.ints().begin(), proto.ints().end()); break;
+    case K::Strings: a.strings.assign(proto.strings().begin(), proto.strings().end()); break;
+    case K::Tensors:
+      for (int i = 0; i < proto.tensors_size(); ++i) {
+        a.tensors.push_back(detail::tensor_from_proto(proto.tensors(i), base_dir_,
+                                                      fmt::format("{} tensor {}", label, i)));
+      }
+      break;
+    case K::Graphs:
+      for (int i = 0; i < proto.graphs_size(); ++i) {
+        a.graphs.push_back(
+            build_subgraph(proto.graphs(i), node, fmt::format("{}[{}]", a.name, i), graph));
+      }
+      break;
+    case K::TypeProtos:
+      for (int i = 0; i < proto.type_protos_size(); ++i) {
+        a.type_protos.push_back(
+            detail::type_from_proto(proto.type_protos(i), fmt::format("{} type {}", label, i)));
+      }
+      break;
+  }
+  return a;
+}
+
+std::shared_ptr<ir::Graph> Importer::build_subgraph(const onnx::GraphProto& proto,
+                                                    const ir::Node& node,
+                                                    const std::string& label, ir::Graph& graph) {
+  SY_CHECK(graph.depth() < max_depth_, InvalidModel,
+           "{}: attribute '{}': subgraphs nest deeper than the limit of {} levels",
+           node.describe(), label, max_depth_);
+  auto sub = std::make_shared<ir::Graph>(fmt::format("{}/{}", node.name(), label), &graph);
+  build_graph(proto, *sub, node.name() + "/");
+  return sub;
+}
+
+void Importer::apply_declared_type(ir::Graph& graph, const onnx::ValueInfoProto& info,
+                                   const std::string& label) const {
+  if (!info.has_type()) return;
+  ir::Value* v = graph.find_local_value(info.name());
+  // Only values computed here take a declared type: inputs and constants already have theirs.
+  if (!v || v->is_constant() || v->is_graph_input()) return;
+  ir::Type type = detail::type_from_proto(info.type(), label);
+  if (!type.is_unknown()) v->set_type(std::move(type));
+}
+
+int64_t read_opsets(const onnx::ModelProto& model, ModelInfo& info) {
+  for (const auto& entry : model.opset_import())
+    info.opsets[normalise_domain(entry.domain())] = entry.version();
+  auto it = info.opsets.find("");
+  if (it == info.opsets.end()) {
+    // Models of IR version 1 and 2 may omit opset_import; they mean opset 1.
+    SY_CHECK(model.opset_import_size() == 0, InvalidModel,
+             "does not import the default ONNX opset (opset_import lists only other domains)");
+    info.opsets[""] = 1;
+    return 1;
+  }
+  SY_CHECK(it->second >= 1, InvalidModel, "imports default opset {}, which does not exist",
+           it->second);
+  SY_CHECK(it->second <= kLatestOpset, Unsupported,
+           "imports default opset {}; this build knows opsets up to {}", it->second,
+           kLatestOpset);
+  return it->second;
+}
+
+void sort_recursively(ir::Graph& graph) {
+  for (const auto& node : graph.nodes())
+    for (ir::Graph* sub : node->subgraphs()) sort_recursively(*sub);
+  graph.sort_topologically();
+}
+
+std::unique_ptr<ir::Graph> import_parsed(const onnx::ModelProto& model,
+                                         const std::string& base_dir, ModelInfo* info_out,
+                                         const ImportOptions& options) {
+  SY_CHECK(model.has_graph(), InvalidModel, "has no graph (not an ONNX model?)");
+  ModelInfo info;
+  info.ir_version = model.ir_version();
+  info.producer = model.producer_name();
+  if (!model.producer_version().empty()) info.producer += " " + model.producer_version();
+  int64_t opset = read_opsets(model, info);
+
+  const onnx::GraphProto& main = model.graph();
+  auto graph = std::make_unique<ir::Graph>(main.name().empty() ? "main" : main.name());
+  Importer importer(model, base_dir, options);
+  importer.build_graph(main, *graph, "");
+  normalize_opsets(*graph, opset);
+  sort_recursively(*graph);
+  ir::verify(*graph);
+  if (info_out) *info_out = std::move(info);
+  return graph;
+}
+
+}  // namespace
+
+std::unique_ptr<ir::Graph> import_model_from_bytes(const void* data, size_t size,
+                                                   const std::string& base_dir,
+                                                   const std::string& what, ModelInfo* info,
+                                                   const ImportOptions& options) {
+  std::string label = fmt::format("model '{}'", what);
+  try {
+    int depth = std::clamp(options.max_subgraph_depth, 0, kHardestSubgraphDepth);
+    onnx::ModelProto model;
+    SY_CHECK(detail::parse_proto(model, data, size, recursion_limit_for(depth)), InvalidModel,
+             "not a valid ONNX model: the protobuf data is truncated, corrupt, larger than "
+             "2 GiB, or nested more than {} levels deep",
+             recursion_limit_for(depth));
+    return import_parsed(model, base_dir, info, options);
+  } catch (const Error& e) {
+    throw Error(e.code(), label + ": " + e.message());
+  } catch (const std::bad_alloc&) {
+    SY_THROW(OutOfMemory, "{}: ran out of memory while importing", label);
+  } catch (const std::exception& e) {
+    SY_THROW(Internal, "{}: unexpected failure while importing: {}", label, e.what());
+  }
+}
+
+std::unique_ptr<ir::Graph> import_model(const std::string& path, ModelInfo* info,
+                                        const ImportOptions& options) {
+  std::string bytes = detail::read_file(path, fmt::format("model '{}'", path));
+  return import_model_from_bytes(bytes.data(), bytes.size(), detail::parent_folder(path), path,
+                                 info, options);
+}
+
+}  // namespace switchyard::onnx_import
