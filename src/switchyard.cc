@@ -1,1 +1,85 @@
+// The top of the library: wires the importer, the runtime and the backends together behind the
+// public API. The only file that names concrete backends.
+#include "switchyard/switchyard.hpp"
 
+#include "backends/cpu/cpu_kernels.h"
+#include "ir/check.h"
+#include "onnx/import.h"
+#include "runtime/executable.h"
+
+namespace switchyard {
+
+namespace {
+void delete_graph(ir::Graph* g) { delete g; }
+
+ValueInfo describe_value(const ir::Value& v) {
+  ValueInfo info;
+  info.name = v.name();
+  const ir::Type* t = &v.type();
+  if (t->is_sequence()) info.kind = "sequence";
+  if (t->is_optional()) info.kind = "optional";
+  while ((t->is_sequence() || t->is_optional()) && t->element) t = t->element.get();
+  info.dtype = t->dtype;
+  if (t->shape)
+    for (const ir::Dim& d : *t->shape) info.dims.push_back(d.to_string());
+  return info;
+}
+
+std::vector<ValueInfo> describe_values(const std::vector<ir::Value*>& values) {
+  std::vector<ValueInfo> out;
+  for (const ir::Value* v : values) out.push_back(describe_value(*v));
+  return out;
+}
+}  // namespace
+
+Model Model::load(const std::string& path) {
+  onnx_import::ModelInfo info;
+  Model m;
+  m.graph_ = {onnx_import::import_model(path, &info).release(), delete_graph};
+  m.opsets_ = info.opsets;
+  return m;
+}
+
+Model Model::from_graph(std::unique_ptr<ir::Graph> graph) {
+  SY_CHECK(graph != nullptr, InvalidArgument, "Model::from_graph: no graph given");
+  Model m;
+  m.graph_ = {graph.release(), delete_graph};
+  return m;
+}
+
+std::vector<ValueInfo> Model::inputs() const { return describe_values(graph_->inputs()); }
+std::vector<ValueInfo> Model::outputs() const { return describe_values(graph_->outputs()); }
+
+Executable Model::compile(const Options& options) && {
+  SY_CHECK(graph_ != nullptr, InvalidArgument, "Model::compile: the model was already compiled");
+  runtime::CompileOptions co;
+  co.num_threads = options.num_threads;
+  co.shape_cache_capacity = options.shape_cache_capacity;
+  co.optimize = options.optimize;
+  std::unique_ptr<ir::Graph> graph(graph_.release());
+  Executable exe;
+  exe.impl_ = runtime::Executable::compile(std::move(graph), cpu::cpu_kernels(), co);
+  return exe;
+}
+
+std::map<std::string, Tensor> Executable::run(const std::map<std::string, Tensor>& inputs) const {
+  std::map<std::string, ir::Datum> named;
+  for (const auto& [name, t] : inputs) named.emplace(name, ir::Datum(t));
+  std::vector<ir::Datum> results = impl_->run(named);
+  std::map<std::string, Tensor> out;
+  const auto& outs = impl_->graph().outputs();
+  for (size_t i = 0; i < outs.size(); ++i) {
+    SY_CHECK(results[i].is_tensor(), Unsupported,
+             "output '{}' is a sequence or optional; use the internal API", outs[i]->name());
+    out.emplace(outs[i]->name(), results[i].tensor);
+  }
+  return out;
+}
+
+std::vector<ValueInfo> Executable::inputs() const { return describe_values(impl_->graph().inputs()); }
+std::vector<ValueInfo> Executable::outputs() const {
+  return describe_values(impl_->graph().outputs());
+}
+std::string Executable::placement_summary() const { return impl_->placement_summary(); }
+
+}  // namespace switchyard

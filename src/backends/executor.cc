@@ -148,3 +148,23 @@ std::vector<ir::Datum> GraphProgram::run(std::vector<ir::Datum> inputs, RunState
 }
 
 }  // namespace switchyard::backends
+
+namespace switchyard::backends {
+
+std::vector<ir::Datum> evaluate_node(const KernelRegistry& registry, const ir::Node& node,
+                                     const std::vector<ir::Datum>& inputs) {
+  std::unique_ptr<Kernel> kernel = registry.create(node);
+  RunState state;
+  state.pool = HostPool::create();
+  state.num_threads = 1;
+  std::vector<const ir::Datum*> in;
+  for (const ir::Datum& d : inputs) in.push_back(&d);
+  for (size_t i = 0; i < node.num_inputs(); ++i)
+    if (!node.input(i)) in[i] = nullptr;
+  std::vector<ir::Datum> out(node.num_outputs());
+  KernelContext ctx(node, in, out, state, nullptr);
+  kernel->run(ctx);
+  return out;
+}
+
+}  // namespace switchyard::backends

@@ -62,3 +62,9 @@ class GraphProgram {
 };
 
 }  // namespace switchyard::backends
+
+namespace switchyard::backends {
+/// Runs one node's kernel on the given inputs outside any graph (constant folding).
+std::vector<ir::Datum> evaluate_node(const KernelRegistry& registry, const ir::Node& node,
+                                     const std::vector<ir::Datum>& inputs);
+}  // namespace switchyard::backends

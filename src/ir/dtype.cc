@@ -2,7 +2,7 @@
 
 #include <string>
 
-namespace switchyard::ir {
+namespace switchyard {
 
 size_t dtype_size(DType dtype) {
   switch (dtype) {
@@ -126,4 +126,4 @@ uint16_t float_to_bfloat16(float f) {
   return static_cast<uint16_t>((x + rounding) >> 16);
 }
 
-}  // namespace switchyard::ir
+}  // namespace switchyard

@@ -5,7 +5,7 @@
 
 #include "ir/check.h"
 
-namespace switchyard::ir {
+namespace switchyard {
 
 int64_t checked_numel(const std::vector<int64_t>& shape) {
   int64_t n = 1;
@@ -131,4 +131,4 @@ std::vector<int64_t> Tensor::to_int_vector() const {
   return out;
 }
 
-}  // namespace switchyard::ir
+}  // namespace switchyard

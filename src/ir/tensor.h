@@ -1,68 +1,18 @@
-// Tensor: a typed, shaped view of host memory with shared ownership. Datum: a runtime value
-// of any ONNX kind (tensor, sequence of tensors, or an empty optional).
+// Tensor (the public switchyard::Tensor) and Datum: a runtime value of any ONNX kind (tensor,
+// sequence of tensors, or an empty optional).
 #pragma once
 
-#include <cstdint>
-#include <memory>
-#include <string>
 #include <vector>
 
 #include "ir/dtype.h"
+#include "switchyard/tensor.hpp"
 
 namespace switchyard::ir {
 
-/// Number of elements of a concrete shape; throws InvalidModel on a negative dim or an int64
-/// overflow (shapes come from untrusted files).
-int64_t checked_numel(const std::vector<int64_t>& shape);
-/// Byte size for `numel` elements of `dtype`, overflow-checked.
-size_t checked_nbytes(DType dtype, int64_t numel);
-/// "1x3x224x224" ("scalar" for rank 0).
-std::string shape_to_string(const std::vector<int64_t>& shape);
-
-class Tensor {
- public:
-  Tensor() = default;
-  /// Allocates zero-initialised host memory (strings: empty strings).
-  Tensor(DType dtype, std::vector<int64_t> shape);
-  /// Wraps memory owned by `owner` (kept alive as long as the tensor or a copy lives).
-  static Tensor wrap(DType dtype, std::vector<int64_t> shape, std::shared_ptr<void> owner,
-                     void* data);
-
-  DType dtype() const { return dtype_; }
-  const std::vector<int64_t>& shape() const { return shape_; }
-  int64_t rank() const { return static_cast<int64_t>(shape_.size()); }
-  int64_t dim(int64_t i) const { return shape_[static_cast<size_t>(i)]; }
-  int64_t numel() const { return numel_; }
-  size_t nbytes() const { return static_cast<size_t>(numel_) * dtype_size(dtype_); }
-  bool defined() const { return dtype_ != DType::Undefined; }
-
-  void* raw() { return data_; }
-  const void* raw() const { return data_; }
-  template <typename T>
-  T* data() { return static_cast<T*>(data_); }
-  template <typename T>
-  const T* data() const { return static_cast<const T*>(data_); }
-
-  /// Same storage, new shape with the same element count (no copy).
-  Tensor reshaped(std::vector<int64_t> shape) const;
-  /// Deep copy into fresh host memory.
-  Tensor clone() const;
-  /// The owner of the storage (for aliasing checks and lifetimes).
-  const std::shared_ptr<void>& storage() const { return storage_; }
-
-  /// Reads element i (any numeric dtype or bool) as double / int64.
-  double scalar_as_double(int64_t i = 0) const;
-  int64_t scalar_as_int(int64_t i = 0) const;
-  /// All elements as int64 (for shape-like inputs: integer dtypes only).
-  std::vector<int64_t> to_int_vector() const;
-
- private:
-  DType dtype_ = DType::Undefined;
-  std::vector<int64_t> shape_;
-  int64_t numel_ = 0;
-  std::shared_ptr<void> storage_;
-  void* data_ = nullptr;
-};
+using switchyard::checked_nbytes;
+using switchyard::checked_numel;
+using switchyard::shape_to_string;
+using switchyard::Tensor;
 
 /// A runtime value of any ONNX kind.
 struct Datum {

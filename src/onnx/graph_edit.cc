@@ -50,6 +50,13 @@ ir::Node* GraphEditor::add_node(ir::Graph& graph, const std::string& op_type,
                         std::vector<std::string>(num_outputs));
 }
 
+ir::Node* GraphEditor::add_node_named_outputs(ir::Graph& graph, const std::string& op_type,
+                                              const std::string& name_base,
+                                              const std::vector<ir::Value*>& inputs,
+                                              const std::vector<std::string>& output_names) {
+  return graph.add_node(op_type, names_.claim(name_base), inputs, output_names);
+}
+
 ir::Node* GraphEditor::add_named_node(ir::Graph& graph, const std::string& op_type,
                                       const std::string& name,
                                       const std::vector<ir::Value*>& inputs,

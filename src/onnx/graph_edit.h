@@ -55,6 +55,12 @@ class GraphEditor {
   /// Adds a node named after `name_base` (made unique) with fresh output values.
   ir::Node* add_node(ir::Graph& graph, const std::string& op_type, const std::string& name_base,
                      const std::vector<ir::Value*>& inputs, size_t num_outputs = 1);
+  /// Adds a node named after `name_base` (made unique) whose outputs take `output_names`
+  /// ("" = a fresh name).
+  ir::Node* add_node_named_outputs(ir::Graph& graph, const std::string& op_type,
+                                   const std::string& name_base,
+                                   const std::vector<ir::Value*>& inputs,
+                                   const std::vector<std::string>& output_names);
   /// Adds a node that must be called exactly `name` (the name of a detached node).
   ir::Node* add_named_node(ir::Graph& graph, const std::string& op_type, const std::string& name,
                            const std::vector<ir::Value*>& inputs,

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <new>
+#include <optional>
 #include <unordered_set>
 
 #include "onnx/graph_edit.h"
@@ -128,11 +129,9 @@ ir::Node* Importer::add_node_shell(const onnx::NodeProto& proto, int index, ir::
   SY_CHECK(!proto.op_type().empty(), InvalidModel, "node '{}'{} has no op_type", name,
            where(graph));
   std::vector<std::string> outputs(proto.output().begin(), proto.output().end());
-  ir::Node* node = nullptr;
   std::string label = fmt::format("[{}] node '{}'", proto.op_type(), name);
-  with_context(label, [&] {
-    node = graph.add_node(proto.op_type(), name, {}, outputs, normalise_domain(proto.domain()));
-    return 0;
+  ir::Node* node = with_context(label, [&] {
+    return graph.add_node(proto.op_type(), name, {}, outputs, normalise_domain(proto.domain()));
   });
   check_domain(proto, *node);
   return node;
@@ -271,14 +270,14 @@ void Importer::apply_declared_type(ir::Graph& graph, const onnx::ValueInfoProto&
   if (!type.is_unknown()) v->set_type(std::move(type));
 }
 
-int64_t read_opsets(const onnx::ModelProto& model, ModelInfo& info) {
+// The default-domain opset, or nullopt when the model imports only other domains.
+std::optional<int64_t> read_opsets(const onnx::ModelProto& model, ModelInfo& info) {
   for (const auto& entry : model.opset_import())
     info.opsets[normalise_domain(entry.domain())] = entry.version();
   auto it = info.opsets.find("");
   if (it == info.opsets.end()) {
+    if (model.opset_import_size() > 0) return std::nullopt;
     // Models of IR version 1 and 2 may omit opset_import; they mean opset 1.
-    SY_CHECK(model.opset_import_size() == 0, InvalidModel,
-             "does not import the default ONNX opset (opset_import lists only other domains)");
     info.opsets[""] = 1;
     return 1;
   }
@@ -288,6 +287,17 @@ int64_t read_opsets(const onnx::ModelProto& model, ModelInfo& info) {
            "imports default opset {}; this build knows opsets up to {}", it->second,
            kLatestOpset);
   return it->second;
+}
+
+// Throws when a node of `graph` or its subgraphs uses the default domain, which the model does
+// not import.
+void refuse_default_domain_nodes(const ir::Graph& graph) {
+  for (const auto& node : graph.nodes()) {
+    SY_CHECK(!node->domain().empty(), InvalidModel,
+             "{}: uses the default ONNX domain, but the model's opset_import does not list it",
+             node->describe());
+    for (const ir::Graph* sub : node->subgraphs()) refuse_default_domain_nodes(*sub);
+  }
 }
 
 void sort_recursively(ir::Graph& graph) {
@@ -304,13 +314,17 @@ std::unique_ptr<ir::Graph> import_parsed(const onnx::ModelProto& model,
   info.ir_version = model.ir_version();
   info.producer = model.producer_name();
   if (!model.producer_version().empty()) info.producer += " " + model.producer_version();
-  int64_t opset = read_opsets(model, info);
+  std::optional<int64_t> opset = read_opsets(model, info);
 
   const onnx::GraphProto& main = model.graph();
   auto graph = std::make_unique<ir::Graph>(main.name().empty() ? "main" : main.name());
   Importer importer(model, base_dir, options);
   importer.build_graph(main, *graph, "");
-  normalize_opsets(*graph, opset);
+  if (opset) {
+    normalize_opsets(*graph, *opset);
+  } else {
+    refuse_default_domain_nodes(*graph);
+  }
   sort_recursively(*graph);
   ir::verify(*graph);
   if (info_out) *info_out = std::move(info);

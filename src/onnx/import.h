@@ -22,6 +22,7 @@ inline constexpr int64_t kLatestOpset = 21;
 /// Limits applied while importing untrusted files.
 struct ImportOptions {
   /// Deepest allowed nesting of subgraphs (If/Loop/Scan bodies); the main graph is depth 0.
+  /// Values above 1000 count as 1000, which bounds the parser's recursion.
   int max_subgraph_depth = 64;
 };
 

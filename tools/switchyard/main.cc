@@ -1,1 +1,28 @@
-int main() { return 0; }
+// switchyard — command-line front end. Argument parsing and printing only; the work lives in
+// the library.
+#include <cstdio>
+#include <exception>
+
+#include "commands.h"
+#include "switchyard/error.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"switchyard: load, place, compile and run neural-network models"};
+  app.require_subcommand(1);
+  int exit_code = 0;
+  switchyard::tools::add_run_command(app, exit_code);
+  switchyard::tools::add_info_command(app, exit_code);
+  switchyard::tools::add_devices_command(app, exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const switchyard::Error& e) {
+    std::fprintf(stderr, "switchyard: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "switchyard: internal error: %s\n", e.what());
+    return 2;
+  }
+  return exit_code;
+}

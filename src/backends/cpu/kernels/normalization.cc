@@ -1,8 +1,601 @@
-// CPU kernels of the normalization family.
-#include "backends/cpu/kernels/common.h"
+// CPU kernels of the normalization family: BatchNormalization, InstanceNormalization,
+// LayerNormalization, GroupNormalization, LpNormalization, LRN, MeanVarianceNormalization and
+// Dropout (Softmax/LogSoftmax/Hardmax are in normalization_softmax.cc). Statistics accumulate in
+// float, or double for double inputs (LayerNormalization: also for stash_type double).
+#include "backends/cpu/kernels/normalization_internal.h"
 
 namespace switchyard::cpu {
 
-void register_normalization_kernels(backends::KernelRegistry& r) { (void)r; }
+namespace {
+
+// n contiguous values as compute type C: the input itself, or converted into `buf`.
+template <typename C, typename T>
+const C* as_compute(const T* p, int64_t n, std::vector<C>& buf) {
+  if constexpr (std::is_same_v<C, T>) {
+    return p;
+  } else {
+    buf.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) buf[static_cast<size_t>(i)] = convert<C>(p[i]);
+    return buf.data();
+  }
+}
+
+// Elements of a small tensor (per-channel parameters) as C.
+template <typename C>
+std::vector<C> read_values(const ir::Tensor& t) {
+  std::vector<C> v(static_cast<size_t>(t.numel()));
+  for (int64_t i = 0; i < t.numel(); ++i)
+    v[static_cast<size_t>(i)] = static_cast<C>(t.scalar_as_double(i));
+  return v;
+}
+
+// Requires input i to be a 1-D float tensor of n elements.
+const ir::Tensor& channel_input(const backends::KernelContext& ctx, size_t i, int64_t n,
+                                const char* what) {
+  const ir::Tensor& t = ctx.input(i);
+  if (!ir::dtype_is_float(t.dtype()))
+    ctx.fail("{} must be a float tensor, got {}", what, ir::dtype_name(t.dtype()));
+  if (t.rank() != 1 || t.dim(0) != n)
+    ctx.fail("{} has shape {}, expected [{}]", what, ir::shape_to_string(t.shape()), n);
+  return t;
+}
+
+// Writes doubles into a float tensor of any float dtype.
+void store_values(const backends::KernelContext& ctx, ir::Tensor& t,
+                  const std::vector<double>& v) {
+  dispatch(FloatTypes{}, t.dtype(), ctx.node(), [&](auto tag) {
+    using T = decltype(tag);
+    for (size_t i = 0; i < v.size(); ++i) t.data<T>()[i] = convert<T>(v[i]);
+  });
+}
+
+class BatchNormKernel : public backends::Kernel {
+ public:
+  explicit BatchNormKernel(const backends::KernelInit& init)
+      : epsilon_(init.node.attr_float("epsilon", 1e-5f)),
+        momentum_(init.node.attr_float("momentum", 0.9f)),
+        training_(init.node.attr_int("training_mode", 0) != 0) {}
+
+  void run(backends::KernelContext& ctx) const override {
+    const ir::Tensor& x = ctx.input(0);
+    if (x.rank() < 2) ctx.fail("X must have rank >= 2, got {}", x.rank());
+    int64_t n = x.dim(0);
+    int64_t c = x.dim(1);
+    int64_t spatial = 1;
+    for (int64_t i = 2; i < x.rank(); ++i) spatial *= x.dim(i);
+    const ir::Tensor& scale = channel_input(ctx, 1, c, "scale");
+    const ir::Tensor& bias = channel_input(ctx, 2, c, "B");
+    const ir::Tensor& in_mean = channel_input(ctx, 3, c, "input_mean");
+    const ir::Tensor& in_var = channel_input(ctx, 4, c, "input_var");
+    if (ctx.num_outputs() > 1 && !training_)
+      ctx.fail("outputs running_mean and running_var exist only with training_mode=1");
+    ir::Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
+    dispatch(FloatTypes{}, x.dtype(), ctx.node(), [&](auto tag) {
+      using T = decltype(tag);
+      using C = compute_t<T>;
+      const T* in = x.data<T>();
+      T* out = y.data<T>();
+      std::vector<C> mean = read_values<C>(in_mean);
+      std::vector<C> var = read_values<C>(in_var);
+      if (training_) {
+        if (n * spatial == 0) ctx.fail("training mode needs a non-empty batch");
+        parallel_for(c, 1, ctx.num_threads(), [&](int64_t b, int64_t e) {
+          std::vector<C> buf;
+          for (int64_t ch = b; ch < e; ++ch) {
+            C sum = 0;
+            for (int64_t i = 0; i < n; ++i)
+              sum += lane_sum(as_compute<C>(in + (i * c + ch) * spatial, spatial, buf), spatial);
+            C m = sum / static_cast<C>(n * spatial);
+            C sq = 0;
+            for (int64_t i = 0; i < n; ++i)
+              sq += lane_sum_sq_dev(as_compute<C>(in + (i * c + ch) * spatial, spatial, buf),
+                                    spatial, m);
+            mean[static_cast<size_t>(ch)] = m;
+            var[static_cast<size_t>(ch)] = sq / static_cast<C>(n * spatial);
+          }
+        });
+      }
+      std::vector<C> sc = read_values<C>(scale);
+      std::vector<C> bs = read_values<C>(bias);
+      std::vector<C> mul(static_cast<size_t>(c));
+      std::vector<C> add(static_cast<size_t>(c));
+      for (size_t ch = 0; ch < mul.size(); ++ch) {
+        mul[ch] = sc[ch] / std::sqrt(var[ch] + static_cast<C>(epsilon_));
+        add[ch] = bs[ch] - mean[ch] * mul[ch];
+      }
+      parallel_for(n * c, std::max<int64_t>(1, 16384 / std::max<int64_t>(spatial, 1)),
+                   ctx.num_threads(), [&](int64_t b, int64_t e) {
+                     for (int64_t plane = b; plane < e; ++plane) {
+                       size_t ch = static_cast<size_t>(plane % c);
+                       const T* p = in + plane * spatial;
+                       T* q = out + plane * spatial;
+                       for (int64_t s = 0; s < spatial; ++s)
+                         q[s] = convert<T>(convert<C>(p[s]) * mul[ch] + add[ch]);
+                     }
+                   });
+      if (training_ && ctx.num_outputs() > 1) {
+        std::vector<double> run_mean(static_cast<size_t>(c));
+        std::vector<double> run_var(static_cast<size_t>(c));
+        double mom = momentum_;
+        for (int64_t ch = 0; ch < c; ++ch) {
+          size_t u = static_cast<size_t>(ch);
+          run_mean[u] = in_mean.scalar_as_double(ch) * mom + static_cast<double>(mean[u]) * (1 - mom);
+          run_var[u] = in_var.scalar_as_double(ch) * mom + static_cast<double>(var[u]) * (1 - mom);
+        }
+        store_values(ctx, ctx.allocate_output(1, in_mean.dtype(), {c}), run_mean);
+        if (ctx.num_outputs() > 2)
+          store_values(ctx, ctx.allocate_output(2, in_var.dtype(), {c}), run_var);
+      }
+    });
+  }
+
+ private:
+  float epsilon_;
+  float momentum_;
+  bool training_;
+};
+
+// Normalizes `groups` contiguous blocks of `block` values each: block g uses its own mean and
+// variance, then element j of it gets scale[channel] and bias[channel], channel =
+// g * channels_per_block + j / spatial (modulo the channel count).
+template <typename T>
+void normalize_blocks(const T* in, T* out, int64_t groups, int64_t block, int64_t spatial,
+                      int64_t channels, int64_t channels_per_block,
+                      const std::vector<compute_t<T>>& scale,
+                      const std::vector<compute_t<T>>& bias, float epsilon, int threads) {
+  using C = compute_t<T>;
+  parallel_for(groups, std::max<int64_t>(1, 16384 / std::max<int64_t>(block, 1)), threads,
+               [&](int64_t b, int64_t e) {
+                 std::vector<C> buf;
+                 for (int64_t g = b; g < e; ++g) {
+                   const C* p = as_compute<C>(in + g * block, block, buf);
+                   C mean = lane_sum(p, block) / static_cast<C>(block);
+                   C var = lane_sum_sq_dev(p, block, mean) / static_cast<C>(block);
+                   C inv = C(1) / std::sqrt(var + static_cast<C>(epsilon));
+                   T* q = out + g * block;
+                   int64_t ch0 = (g * channels_per_block) % channels;
+                   for (int64_t k = 0; k < channels_per_block; ++k) {
+                     size_t ch = static_cast<size_t>(ch0 + k);
+                     C mul = inv * scale[ch];
+                     C add = bias[ch] - mean * mul;
+                     for (int64_t s = k * spatial; s < (k + 1) * spatial; ++s)
+                       q[s] = convert<T>(p[s] * mul + add);
+                   }
+                 }
+               });
+}
+
+class InstanceNormKernel : public backends::Kernel {
+ public:
+  explicit InstanceNormKernel(const backends::KernelInit& init)
+      : epsilon_(init.node.attr_float("epsilon", 1e-5f)) {}
+
+  void run(backends::KernelContext& ctx) const override {
+    const ir::Tensor& x = ctx.input(0);
+    if (x.rank() < 3) ctx.fail("input must have rank >= 3, got {}", x.rank());
+    int64_t c = x.dim(1);
+    int64_t spatial = 1;
+    for (int64_t i = 2; i < x.rank(); ++i) spatial *= x.dim(i);
+    const ir::Tensor& scale = channel_input(ctx, 1, c, "scale");
+    const ir::Tensor& bias = channel_input(ctx, 2, c, "B");
+    ir::Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
+    if (y.numel() == 0) return;
+    dispatch(FloatTypes{}, x.dtype(), ctx.node(), [&](auto tag) {
+      using T = decltype(tag);
+      using C = compute_t<T>;
+      normalize_blocks<T>(x.data<T>(), y.data<T>(), x.dim(0) * c, spatial, spatial, c, 1,
+                          read_values<C>(scale), read_values<C>(bias), epsilon_,
+                          ctx.num_threads());
+    });
+  }
+
+ private:
+  float epsilon_;
+};
+
+class GroupNormKernel : public backends::Kernel {
+ public:
+  explicit GroupNormKernel(const backends::KernelInit& init)
+      : epsilon_(init.node.attr_float("epsilon", 1e-5f)),
+        groups_(init.node.attr_int("num_groups")) {}
+
+  void run(backends::KernelContext& ctx) const override {
+    const ir::Tensor& x = ctx.input(0);
+    if (x.rank() < 2) ctx.fail("X must have rank >= 2, got {}", x.rank());
+    int64_t c = x.dim(1);
+    if (groups_ <= 0 || c % groups_ != 0)
+      ctx.fail("{} channels cannot be split into {} groups", c, groups_);
+    int64_t spatial = 1;
+    for (int64_t i = 2; i < x.rank(); ++i) spatial *= x.dim(i);
+    const ir::Tensor& scale = channel_input(ctx, 1, c, "scale");
+    const ir::Tensor& bias = channel_input(ctx, 2, c, "bias");
+    ir::Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
+    if (y.numel() == 0) return;
+    int64_t per_group = c / groups_;
+    dispatch(FloatTypes{}, x.dtype(), ctx.node(), [&](auto tag) {
+      using T = decltype(tag);
+      using C = compute_t<T>;
+      normalize_blocks<T>(x.data<T>(), y.data<T>(), x.dim(0) * groups_, per_group * spatial,
+                          spatial, c, per_group, read_values<C>(scale), read_values<C>(bias),
+                          epsilon_, ctx.num_threads());
+    });
+  }
+
+ private:
+  float epsilon_;
+  int64_t groups_;
+};
+
+// Values of `t` broadcast (numpy rules, unidirectional) to shape[first:], as C.
+template <typename C>
+std::vector<C> expand_to(const backends::KernelContext& ctx, const ir::Tensor& t,
+                         const std::vector<int64_t>& shape, size_t first, const char* what) {
+  if (t.rank() > static_cast<int64_t>(shape.size()))
+    ctx.fail("{} has shape {}, which does not broadcast to {}", what,
+             ir::shape_to_string(t.shape()), ir::shape_to_string(shape));
+  size_t off = shape.size() - t.shape().size();
+  for (size_t i = 0; i < t.shape().size(); ++i)
+    if (t.shape()[i] != 1 && t.shape()[i] != shape[off + i])
+      ctx.fail("{} has shape {}, which does not broadcast to {}", what,
+               ir::shape_to_string(t.shape()), ir::shape_to_string(shape));
+  std::vector<int64_t> strides = broadcast_strides(t.shape(), shape);
+  std::vector<int64_t> sub(shape.begin() + static_cast<int64_t>(first), shape.end());
+  int64_t n = 1;
+  for (int64_t d : sub) n *= d;
+  std::vector<C> out(static_cast<size_t>(n));
+  std::vector<int64_t> idx(sub.size(), 0);
+  int64_t src = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    out[static_cast<size_t>(i)] = static_cast<C>(t.scalar_as_double(src));
+    for (int64_t d = static_cast<int64_t>(sub.size()) - 1; d >= 0; --d) {
+      size_t u = static_cast<size_t>(d);
+      src += strides[first + u];
+      if (++idx[u] < sub[u]) break;
+      src -= strides[first + u] * sub[u];
+      idx[u] = 0;
+    }
+  }
+  return out;
+}
+
+// True when `t` broadcast to `shape` does not vary over dims before `axis`.
+bool constant_before(const ir::Tensor& t, const std::vector<int64_t>& shape, size_t axis) {
+  size_t off = shape.size() - t.shape().size();
+  for (size_t i = off; i < axis; ++i)
+    if (t.shape()[i - off] != 1) return false;
+  return true;
+}
+
+class LayerNormKernel : public backends::Kernel {
+ public:
+  explicit LayerNormKernel(const backends::KernelInit& init)
+      : axis_(init.node.attr_int("axis", -1)),
+        epsilon_(init.node.attr_float("epsilon", 1e-5f)),
+        stash_(static_cast<DType>(init.node.attr_int("stash_type", 1))) {}
+
+  void run(backends::KernelContext& ctx) const override {
+    const ir::Tensor& x = ctx.input(0);
+    if (x.rank() == 0) ctx.fail("X must have rank >= 1");
+    int64_t axis = ops::normalize_axis(ctx.node(), axis_, x.rank());
+    int64_t rows = 1;
+    int64_t cols = 1;
+    for (int64_t i = 0; i < x.rank(); ++i) (i < axis ? rows : cols) *= x.dim(i);
+    const ir::Tensor& scale = ctx.input(1);
+    if (scale.dtype() != x.dtype())
+      ctx.fail("Scale has dtype {}, expected {} like X", ir::dtype_name(scale.dtype()),
+               ir::dtype_name(x.dtype()));
+    if (ctx.has_input(2) && ctx.input(2).dtype() != x.dtype())
+      ctx.fail("B has dtype {}, expected {} like X", ir::dtype_name(ctx.input(2).dtype()),
+               ir::dtype_name(x.dtype()));
+    std::vector<int64_t> stats_shape = x.shape();
+    for (int64_t i = axis; i < x.rank(); ++i) stats_shape[static_cast<size_t>(i)] = 1;
+    ir::Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
+    ir::Tensor* mean_out =
+        ctx.num_outputs() > 1 ? &ctx.allocate_output(1, stash_, stats_shape) : nullptr;
+    ir::Tensor* inv_out =
+        ctx.num_outputs() > 2 ? &ctx.allocate_output(2, stash_, stats_shape) : nullptr;
+    dispatch(FloatTypes{}, x.dtype(), ctx.node(), [&](auto tag) {
+      using T = decltype(tag);
+      if (stash_ == DType::Float64 || std::is_same_v<T, double>) {
+        run_typed<T, double>(ctx, x, axis, rows, cols, y, mean_out, inv_out);
+      } else {
+        run_typed<T, float>(ctx, x, axis, rows, cols, y, mean_out, inv_out);
+      }
+    });
+  }
+
+ private:
+  template <typename T, typename C>
+  void run_typed(const backends::KernelContext& ctx, const ir::Tensor& x, int64_t axis,
+                 int64_t rows, int64_t cols, ir::Tensor& y, ir::Tensor* mean_out,
+                 ir::Tensor* inv_out) const {
+    size_t first_scale = static_cast<size_t>(axis);
+    const ir::Tensor& scale_t = ctx.input(1);
+    bool has_bias = ctx.has_input(2);
+    if (!constant_before(scale_t, x.shape(), first_scale) ||
+        (has_bias && !constant_before(ctx.input(2), x.shape(), first_scale)))
+      first_scale = 0;
+    std::vector<C> scale = expand_to<C>(ctx, scale_t, x.shape(), first_scale, "Scale");
+    std::vector<C> bias = has_bias ? expand_to<C>(ctx, ctx.input(2), x.shape(), first_scale, "B")
+                                   : std::vector<C>(scale.size(), C(0));
+    bool per_row = first_scale == 0 && axis > 0;
+    const T* in = x.data<T>();
+    T* out = y.data<T>();
+    std::vector<C> means(mean_out || inv_out ? static_cast<size_t>(rows) : 0);
+    std::vector<C> invs(means.size());
+    C eps = static_cast<C>(epsilon_);
+    parallel_for(rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(cols, 1)), ctx.num_threads(),
+                 [&](int64_t b, int64_t e) {
+                   std::vector<C> buf;
+                   for (int64_t r = b; r < e; ++r) {
+                     const C* p = as_compute<C>(in + r * cols, cols, buf);
+                     C mean = lane_sum(p, cols) / static_cast<C>(cols);
+                     C var = lane_sum_sq_dev(p, cols, mean) / static_cast<C>(cols);
+                     C inv = C(1) / std::sqrt(var + eps);
+                     const C* sc = scale.data() + (per_row ? r * cols : 0);
+                     const C* bs = bias.data() + (per_row ? r * cols : 0);
+                     T* q = out + r * cols;
+                     for (int64_t j = 0; j < cols; ++j)
+                       q[j] = convert<T>((p[j] - mean) * inv * sc[j] + bs[j]);
+                     if (!means.empty()) {
+                       means[static_cast<size_t>(r)] = mean;
+                       invs[static_cast<size_t>(r)] = inv;
+                     }
+                   }
+                 });
+    if (mean_out) store_values(ctx, *mean_out, std::vector<double>(means.begin(), means.end()));
+    if (inv_out) store_values(ctx, *inv_out, std::vector<double>(invs.begin(), invs.end()));
+  }
+
+  int64_t axis_;
+  float epsilon_;
+  DType stash_;
+};
+
+// outer x len x inner view around an axis.
+void split_shape(const std::vector<int64_t>& shape, int64_t axis, int64_t& outer, int64_t& len,
+                 int64_t& inner) {
+  outer = len = inner = 1;
+  for (int64_t i = 0; i < static_cast<int64_t>(shape.size()); ++i)
+    (i < axis ? outer : i == axis ? len : inner) *= shape[static_cast<size_t>(i)];
+}
+
+class LpNormKernel : public backends::Kernel {
+ public:
+  explicit LpNormKernel(const backends::KernelInit& init)
+      : axis_(init.node.attr_int("axis", -1)), p_(init.node.attr_int("p", 2)) {}
+
+  void run(backends::KernelContext& ctx) const override {
+    const ir::Tensor& x = ctx.input(0);
+    if (x.rank() == 0) ctx.fail("input must have rank >= 1");
+    int64_t axis = ops::normalize_axis(ctx.node(), axis_, x.rank());
+    int64_t outer, len, inner;
+    split_shape(x.shape(), axis, outer, len, inner);
+    ir::Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
+    if (y.numel() == 0) return;
+    dispatch(FloatTypes{}, x.dtype(), ctx.node(), [&](auto tag) {
+      using T = decltype(tag);
+      using C = compute_t<T>;
+      const T* in = x.data<T>();
+      T* out = y.data<T>();
+      parallel_for(outer * inner, std::max<int64_t>(1, 16384 / len), ctx.num_threads(),
+                   [&](int64_t b, int64_t e) {
+                     for (int64_t t = b; t < e; ++t) {
+                       int64_t base = (t / inner) * len * inner + t % inner;
+                       C norm = 0;
+                       for (int64_t j = 0; j < len; ++j) {
+                         C v = convert<C>(in[base + j * inner]);
+                         norm += p_ == 1 ? std::abs(v) : v * v;
+                       }
+                       if (p_ == 2) norm = std::sqrt(norm);
+                       // An all-zero slice stays zero instead of becoming 0/0.
+                       C inv = norm == C(0) ? C(0) : C(1) / norm;
+                       for (int64_t j = 0; j < len; ++j)
+                         out[base + j * inner] = convert<T>(convert<C>(in[base + j * inner]) * inv);
+                     }
+                   });
+    });
+  }
+
+ private:
+  int64_t axis_;
+  int64_t p_;
+};
+
+class LrnKernel : public backends::Kernel {
+ public:
+  explicit LrnKernel(const backends::KernelInit& init)
+      : alpha_(init.node.attr_float("alpha", 1e-4f)),
+        beta_(init.node.attr_float("beta", 0.75f)),
+        bias_(init.node.attr_float("bias", 1.0f)),
+        size_(init.node.attr_int("size")) {}
+
+  void run(backends::KernelContext& ctx) const override {
+    const ir::Tensor& x = ctx.input(0);
+    if (x.rank() < 2) ctx.fail("input must have rank >= 2, got {}", x.rank());
+    if (size_ <= 0) ctx.fail("size must be positive, got {}", size_);
+    int64_t c = x.dim(1);
+    int64_t spatial = 1;
+    for (int64_t i = 2; i < x.rank(); ++i) spatial *= x.dim(i);
+    ir::Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
+    if (y.numel() == 0) return;
+    int64_t before = (size_ - 1) / 2;
+    int64_t after = size_ - 1 - before;
+    dispatch(FloatTypes{}, x.dtype(), ctx.node(), [&](auto tag) {
+      using T = decltype(tag);
+      using C = compute_t<T>;
+      const T* in = x.data<T>();
+      T* out = y.data<T>();
+      C scale = static_cast<C>(alpha_) / static_cast<C>(size_);
+      parallel_for(x.dim(0) * c, std::max<int64_t>(1, 4096 / (spatial * size_)),
+                   ctx.num_threads(), [&](int64_t b, int64_t e) {
+                     for (int64_t plane = b; plane < e; ++plane) {
+                       int64_t n = plane / c;
+                       int64_t ch = plane % c;
+                       int64_t lo = std::max<int64_t>(0, ch - before);
+                       int64_t hi = std::min<int64_t>(c - 1, ch + after);
+                       for (int64_t s = 0; s < spatial; ++s) {
+                         C sum = 0;
+                         for (int64_t k = lo; k <= hi; ++k) {
+                           C v = convert<C>(in[(n * c + k) * spatial + s]);
+                           sum += v * v;
+                         }
+                         C v = convert<C>(in[plane * spatial + s]);
+                         out[plane * spatial + s] = convert<T>(
+                             v / std::pow(static_cast<C>(bias_) + scale * sum,
+                                          static_cast<C>(beta_)));
+                       }
+                     }
+                   });
+    });
+  }
+
+ private:
+  float alpha_;
+  float beta_;
+  float bias_;
+  int64_t size_;
+};
+
+class MeanVarianceNormKernel : public backends::Kernel {
+ public:
+  explicit MeanVarianceNormKernel(const backends::KernelInit& init)
+      : axes_(init.node.attr_ints("axes", {0, 2, 3})) {}
+
+  void run(backends::KernelContext& ctx) const override {
+    const ir::Tensor& x = ctx.input(0);
+    int64_t rank = x.rank();
+    std::vector<bool> reduced(static_cast<size_t>(rank), false);
+    for (int64_t a : axes_) {
+      if (a < -rank || a >= rank)
+        ctx.fail("axis {} is out of range for an input of rank {}", a, rank);
+      size_t k = static_cast<size_t>(a < 0 ? a + rank : a);
+      if (reduced[k]) ctx.fail("axis {} appears more than once in axes", a);
+      reduced[k] = true;
+    }
+    ir::Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
+    if (y.numel() == 0) return;
+    std::vector<int64_t> strides = strides_of(x.shape());
+    std::vector<int64_t> red_sizes, red_strides, kept_sizes, kept_strides;
+    int64_t count = 1;
+    int64_t kept = 1;
+    for (size_t i = 0; i < reduced.size(); ++i) {
+      (reduced[i] ? red_sizes : kept_sizes).push_back(x.shape()[i]);
+      (reduced[i] ? red_strides : kept_strides).push_back(strides[i]);
+      (reduced[i] ? count : kept) *= x.shape()[i];
+    }
+    std::vector<int64_t> offsets(static_cast<size_t>(count));
+    std::vector<int64_t> idx(red_sizes.size(), 0);
+    int64_t off = 0;
+    for (int64_t r = 0; r < count; ++r) {
+      offsets[static_cast<size_t>(r)] = off;
+      for (int64_t d = static_cast<int64_t>(red_sizes.size()) - 1; d >= 0; --d) {
+        size_t u = static_cast<size_t>(d);
+        off += red_strides[u];
+        if (++idx[u] < red_sizes[u]) break;
+        off -= red_strides[u] * red_sizes[u];
+        idx[u] = 0;
+      }
+    }
+    dispatch(FloatTypes{}, x.dtype(), ctx.node(), [&](auto tag) {
+      using T = decltype(tag);
+      using C = compute_t<T>;
+      const T* in = x.data<T>();
+      T* out = y.data<T>();
+      // The ONNX function body: (X - E[X]) / (sqrt(E[X^2] - E[X]^2) + 1e-9).
+      const C kEpsilon = static_cast<C>(1e-9);
+      parallel_for(kept, std::max<int64_t>(1, 16384 / count), ctx.num_threads(),
+                   [&](int64_t b, int64_t e) {
+                     for (int64_t k = b; k < e; ++k) {
+                       int64_t base = 0;
+                       int64_t rest = k;
+                       for (int64_t d = static_cast<int64_t>(kept_sizes.size()) - 1; d >= 0; --d) {
+                         size_t u = static_cast<size_t>(d);
+                         base += (rest % kept_sizes[u]) * kept_strides[u];
+                         rest /= kept_sizes[u];
+                       }
+                       C sum = 0;
+                       for (int64_t o : offsets) sum += convert<C>(in[base + o]);
+                       C mean = sum / static_cast<C>(count);
+                       C sq = 0;
+                       for (int64_t o : offsets) {
+                         C dv = convert<C>(in[base + o]) - mean;
+                         sq += dv * dv;
+                       }
+                       C inv = C(1) / (std::sqrt(sq / static_cast<C>(count)) + kEpsilon);
+                       for (int64_t o : offsets)
+                         out[base + o] = convert<T>((convert<C>(in[base + o]) - mean) * inv);
+                     }
+                   });
+    });
+  }
+
+ private:
+  std::vector<int64_t> axes_;
+};
+
+// Training-mode dropout with a ratio above 0 needs a random generator, which this runtime does
+// not have. Refused here when the inputs say so at compile time; run() checks the rest.
+backends::Support check_dropout(const ir::Node& node) {
+  const ir::Value* training = node.input(2);
+  if (!training || !training->is_constant()) return backends::Support::yes();
+  const ir::Tensor& t = training->constant();
+  if (t.numel() != 1 || t.scalar_as_int(0) == 0) return backends::Support::yes();
+  const ir::Value* ratio = node.input(1);
+  if (ratio && ratio->is_constant() && ratio->constant().numel() == 1 &&
+      ratio->constant().scalar_as_double(0) == 0.0)
+    return backends::Support::yes();
+  return backends::Support::no(
+      "Dropout in training mode with a ratio above 0 needs random numbers, which the CPU "
+      "backend does not generate");
+}
+
+class DropoutKernel : public backends::Kernel {
+ public:
+  explicit DropoutKernel(const backends::KernelInit&) {}
+
+  void run(backends::KernelContext& ctx) const override {
+    const ir::Tensor& x = ctx.input(0);
+    if (ctx.has_input(2)) {
+      const ir::Tensor& t = ctx.input(2);
+      if (t.dtype() != DType::Bool || t.numel() != 1)
+        ctx.fail("training_mode must be a bool scalar");
+      double ratio = 0.5;
+      if (ctx.has_input(1)) {
+        const ir::Tensor& r = ctx.input(1);
+        if (!ir::dtype_is_float(r.dtype()) || r.numel() != 1)
+          ctx.fail("ratio must be a float scalar");
+        ratio = r.scalar_as_double(0);
+        if (!(ratio >= 0.0 && ratio < 1.0)) ctx.fail("ratio must be in [0, 1), got {}", ratio);
+      }
+      if (t.data<bool>()[0] && ratio != 0.0)
+        ctx.fail("training mode with ratio {} needs random numbers, which the CPU backend does "
+                 "not generate",
+                 ratio);
+    }
+    ctx.set_output(0, ir::Datum(x));
+    if (ctx.num_outputs() > 1) {
+      ir::Tensor& mask = ctx.allocate_output(1, DType::Bool, x.shape());
+      std::fill(mask.data<bool>(), mask.data<bool>() + mask.numel(), true);
+    }
+  }
+};
+
+}  // namespace
+
+void register_normalization_kernels(backends::KernelRegistry& r) {
+  using ops::OpKind;
+  auto floats = dtypes_of(FloatTypes{});
+  r.add<BatchNormKernel>(OpKind::BatchNormalization, floats);
+  r.add<InstanceNormKernel>(OpKind::InstanceNormalization, floats);
+  r.add<LayerNormKernel>(OpKind::LayerNormalization, floats);
+  r.add<GroupNormKernel>(OpKind::GroupNormalization, floats);
+  r.add<LpNormKernel>(OpKind::LpNormalization, floats);
+  r.add<LrnKernel>(OpKind::LRN, floats);
+  r.add<MeanVarianceNormKernel>(OpKind::MeanVarianceNormalization, floats);
+  r.add(backends::KernelDef{OpKind::Dropout, floats, 0, check_dropout,
+                            backends::make_factory<DropoutKernel>()});
+  register_softmax_kernels(r);
+}
 
 }  // namespace switchyard::cpu

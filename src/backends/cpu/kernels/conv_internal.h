@@ -1,0 +1,68 @@
+// Shared pieces of the conv family's CPU kernels: concrete convolution dims of one call and the
+// plain direct-loop convolution used for the dtypes and cases oneDNN does not cover.
+#pragma once
+
+#include <vector>
+
+#include "backends/cpu/kernels/common.h"
+#include "ops/conv_geometry.h"
+
+namespace switchyard::cpu {
+
+/// Concrete dims of one forward convolution call.
+struct ConvDims {
+  int64_t batch = 0;
+  int64_t in_channels = 0;
+  int64_t out_channels = 0;
+  int64_t group = 1;
+  std::vector<int64_t> in, kernel, out, strides, dilations, pad_begin, pad_end;
+
+  int64_t in_size() const;      ///< product of input spatial dims
+  int64_t out_size() const;     ///< product of output spatial dims
+  int64_t kernel_size() const;  ///< product of kernel dims
+  std::vector<int64_t> out_shape() const;  ///< [N, M, out...]
+};
+
+/// Validates x [N, C, in...] and w [M, C/group, k...] against each other and the node's window
+/// attributes; fails (InvalidArgument naming the node) on mismatches.
+ConvDims forward_conv_dims(const backends::KernelContext& ctx, const ir::Tensor& x,
+                           const ir::Tensor& w, int64_t group);
+
+/// For each output position and kernel position, the flat input spatial offset it reads, or
+/// -1 where it falls into padding (out_size x kernel_size entries).
+std::vector<int64_t> conv_input_offsets(const ConvDims& d);
+
+/// Direct convolution: out[n, m, p] = finish(n, m, p, sum_{c, k} load_x(i) * load_w(j)) with
+/// accumulator type Acc; load_x/load_w take flat indices into x [N, C, in...] and
+/// w [M, C/group, k...]; padding contributes nothing.
+template <typename Acc, typename LoadX, typename LoadW, typename Finish>
+void direct_conv(const ConvDims& d, int threads, LoadX load_x, LoadW load_w, Finish finish) {
+  const std::vector<int64_t> offsets = conv_input_offsets(d);
+  const int64_t in_size = d.in_size(), out_size = d.out_size(), ksize = d.kernel_size();
+  const int64_t cg = d.in_channels / d.group, mg = d.out_channels / d.group;
+  int64_t work = d.batch * d.out_channels;
+  int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, out_size * cg * ksize));
+  parallel_for(work, grain, threads, [&](int64_t begin, int64_t end) {
+    for (int64_t nm = begin; nm < end; ++nm) {
+      int64_t n = nm / d.out_channels, m = nm % d.out_channels, g = m / mg;
+      for (int64_t p = 0; p < out_size; ++p) {
+        const int64_t* off = offsets.data() + p * ksize;
+        Acc acc = 0;
+        for (int64_t c = 0; c < cg; ++c) {
+          int64_t xbase = (n * d.in_channels + g * cg + c) * in_size;
+          int64_t wbase = (m * cg + c) * ksize;
+          for (int64_t k = 0; k < ksize; ++k) {
+            if (off[k] < 0) continue;
+            acc += load_x(xbase + off[k]) * load_w(wbase + k);
+          }
+        }
+        finish(n, m, p, acc);
+      }
+    }
+  });
+}
+
+/// Conv-family kernels that live in conv_quant.cc (ConvInteger, QLinearConv).
+void register_conv_quant_kernels(backends::KernelRegistry& r);
+
+}  // namespace switchyard::cpu

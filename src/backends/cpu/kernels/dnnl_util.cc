@@ -1,0 +1,92 @@
+#include "backends/cpu/kernels/dnnl_util.h"
+
+#include <omp.h>
+
+#include "ir/check.h"
+
+namespace switchyard::cpu {
+
+const dnnl::engine& dnnl_engine() {
+  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+std::optional<dnnl::memory::data_type> dnnl_data_type(ir::DType dtype) {
+  using dt = dnnl::memory::data_type;
+  switch (dtype) {
+    case ir::DType::Float32: return dt::f32;
+    case ir::DType::Float16: return dt::f16;
+    case ir::DType::BFloat16: return dt::bf16;
+    case ir::DType::Int32: return dt::s32;
+    case ir::DType::Int8: return dt::s8;
+    case ir::DType::UInt8: return dt::u8;
+    default: return std::nullopt;
+  }
+}
+
+dnnl::memory::dims dnnl_dims(const std::vector<int64_t>& dims) {
+  return dnnl::memory::dims(dims.begin(), dims.end());
+}
+
+dnnl::memory::format_tag plain_format(size_t rank) {
+  using tag = dnnl::memory::format_tag;
+  switch (rank) {
+    case 1: return tag::a;
+    case 2: return tag::ab;
+    case 3: return tag::abc;
+    case 4: return tag::abcd;
+    case 5: return tag::abcde;
+    case 6: return tag::abcdef;
+    default: SY_THROW(Internal, "no plain oneDNN format for rank {}", rank);
+  }
+}
+
+dnnl::memory::desc plain_desc(const std::vector<int64_t>& dims, dnnl::memory::data_type type) {
+  return dnnl::memory::desc(dnnl_dims(dims), type, plain_format(dims.size()));
+}
+
+dnnl::memory wrap_memory(const ir::Tensor& tensor, const dnnl::memory::desc& desc) {
+  return wrap_memory(tensor.raw(), desc);
+}
+
+dnnl::memory wrap_memory(const void* data, const dnnl::memory::desc& desc) {
+  // oneDNN takes non-const handles; inputs are only read by the primitives we pass them to.
+  return dnnl::memory(desc, dnnl_engine(), const_cast<void*>(data));
+}
+
+OmpThreadScope::OmpThreadScope(int threads) : previous_(omp_get_max_threads()) {
+  omp_set_num_threads(std::max(threads, 1));
+}
+
+OmpThreadScope::~OmpThreadScope() { omp_set_num_threads(previous_); }
+
+void execute_primitive(const backends::KernelContext& ctx, const dnnl::primitive& primitive,
+                       const std::unordered_map<int, dnnl::memory>& args) {
+  try {
+    dnnl::stream stream(dnnl_engine());
+    primitive.execute(stream, args);
+    stream.wait();
+  } catch (const dnnl::error& e) {
+    SY_THROW(Internal, "{}: oneDNN execution failed: {}", ctx.node().describe(), e.what());
+  }
+}
+
+void reorder_memory(const dnnl::memory& from, const dnnl::memory& to) {
+  dnnl::stream stream(dnnl_engine());
+  dnnl::reorder(from, to).execute(stream, const_cast<dnnl::memory&>(from),
+                                  const_cast<dnnl::memory&>(to));
+  stream.wait();
+}
+
+size_t SignatureHash::operator()(const std::vector<int64_t>& key) const {
+  size_t h = key.size();
+  for (int64_t v : key) h ^= std::hash<int64_t>()(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return h;
+}
+
+bool input_is_constant(const ir::Node& node, size_t i) {
+  const ir::Value* v = node.input(i);
+  return v != nullptr && v->is_constant();
+}
+
+}  // namespace switchyard::cpu

@@ -1,0 +1,194 @@
+// CPU kernels of Softmax, LogSoftmax and Hardmax (opset-13 form: along one axis). Rows along
+// the last axis are contiguous and run in parallel; other axes walk the inner dims as vectors.
+#include <bit>
+#include <limits>
+
+#include "backends/cpu/kernels/normalization_internal.h"
+
+namespace switchyard::cpu {
+
+namespace {
+
+enum class SoftmaxMode { Softmax, LogSoftmax, Hardmax };
+
+// exp(x) for float without a library call, so loops over it vectorize (Cephes' expf
+// polynomial, about 1 ulp). Results below 1.7e-38 flush to 0; NaN stays NaN.
+inline float exp_float(float x) {
+  float c = std::min(std::max(x, -87.0f), 88.7f);
+  float fx = std::floor(c * 1.44269504088896341f + 0.5f);
+  float r = c - fx * 0.693359375f + fx * 2.12194440e-4f;
+  float z = r * r;
+  float y = ((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r +
+              4.1665795894e-2f) * r + 1.6666665459e-1f) * r + 5.0000001201e-1f;
+  y = y * z + r + 1.0f;
+  // 2^fx as two factors so fx = 128 does not overflow the exponent field.
+  int32_t n = static_cast<int32_t>(fx);
+  float pow2 = std::bit_cast<float>(static_cast<int32_t>((n + 126) << 23));
+  y = y * pow2 * 2.0f;
+  y = x < -87.0f ? 0.0f : y;
+  y = x > 88.7f ? std::numeric_limits<float>::infinity() : y;
+  return x != x ? x : y;
+}
+
+template <typename C>
+inline C exp_c(C x) {
+  if constexpr (std::is_same_v<C, float>) {
+    return exp_float(x);
+  } else {
+    return std::exp(x);
+  }
+}
+
+// Max of n contiguous values (NaN-propagating like the arithmetic after it).
+template <typename C>
+inline C row_max(const C* p, int64_t n) {
+  C m = -std::numeric_limits<C>::infinity();
+  for (int64_t i = 0; i < n; ++i) m = p[i] > m ? p[i] : m;
+  return m;
+}
+
+// One contiguous row: y = softmax(p), log_softmax(p) or hardmax(p); `work` has n elements.
+template <SoftmaxMode kMode, typename C>
+void softmax_row(const C* p, C* work, int64_t n) {
+  if constexpr (kMode == SoftmaxMode::Hardmax) {
+    int64_t best = 0;
+    for (int64_t i = 1; i < n; ++i)
+      if (p[i] > p[best]) best = i;
+    for (int64_t i = 0; i < n; ++i) work[i] = C(0);
+    if (n > 0) work[best] = C(1);
+  } else {
+    C m = row_max(p, n);
+    for (int64_t i = 0; i < n; ++i) work[i] = exp_c(p[i] - m);
+    C sum = lane_sum(work, n);
+    if constexpr (kMode == SoftmaxMode::Softmax) {
+      C inv = C(1) / sum;
+      for (int64_t i = 0; i < n; ++i) work[i] *= inv;
+    } else {
+      C shift = m + std::log(sum);
+      for (int64_t i = 0; i < n; ++i) work[i] = p[i] - shift;
+    }
+  }
+}
+
+template <SoftmaxMode kMode, typename T>
+void softmax_last_axis(const T* in, T* out, int64_t rows, int64_t n, int threads) {
+  using C = compute_t<T>;
+  parallel_for(rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(n, 1)), threads,
+               [&](int64_t b, int64_t e) {
+                 std::vector<C> in_buf;
+                 std::vector<C> out_buf;
+                 if constexpr (!std::is_same_v<C, T>) out_buf.resize(static_cast<size_t>(n));
+                 for (int64_t r = b; r < e; ++r) {
+                   const T* p = in + r * n;
+                   if constexpr (std::is_same_v<C, T>) {
+                     softmax_row<kMode, C>(p, out + r * n, n);
+                   } else {
+                     in_buf.resize(static_cast<size_t>(n));
+                     for (int64_t i = 0; i < n; ++i) in_buf[static_cast<size_t>(i)] = convert<C>(p[i]);
+                     softmax_row<kMode, C>(in_buf.data(), out_buf.data(), n);
+                     T* q = out + r * n;
+                     for (int64_t i = 0; i < n; ++i) q[i] = convert<T>(out_buf[static_cast<size_t>(i)]);
+                   }
+                 }
+               });
+}
+
+// Axis with inner dims: for each outer index and block of inner positions, vectors of maxima
+// and sums walk the axis.
+template <SoftmaxMode kMode, typename T>
+void softmax_strided(const T* in, T* out, int64_t outer, int64_t len, int64_t inner,
+                     int threads) {
+  using C = compute_t<T>;
+  constexpr int64_t kBlock = 128;
+  int64_t blocks = (inner + kBlock - 1) / kBlock;
+  parallel_for(outer * blocks, std::max<int64_t>(1, 8192 / (len * kBlock)), threads,
+               [&](int64_t b, int64_t e) {
+                 C best[kBlock];
+                 C sum[kBlock];
+                 int64_t arg[kBlock];
+                 for (int64_t t = b; t < e; ++t) {
+                   int64_t o = t / blocks;
+                   int64_t k0 = (t % blocks) * kBlock;
+                   int64_t n = std::min(kBlock, inner - k0);
+                   const T* p = in + o * len * inner + k0;
+                   T* q = out + o * len * inner + k0;
+                   for (int64_t k = 0; k < n; ++k) {
+                     best[k] = convert<C>(p[k]);
+                     arg[k] = 0;
+                   }
+                   for (int64_t j = 1; j < len; ++j)
+                     for (int64_t k = 0; k < n; ++k) {
+                       C v = convert<C>(p[j * inner + k]);
+                       if (kMode == SoftmaxMode::Hardmax) {
+                         if (v > best[k]) {
+                           best[k] = v;
+                           arg[k] = j;
+                         }
+                       } else {
+                         best[k] = v > best[k] || v != v ? v : best[k];
+                       }
+                     }
+                   if constexpr (kMode == SoftmaxMode::Hardmax) {
+                     for (int64_t j = 0; j < len; ++j)
+                       for (int64_t k = 0; k < n; ++k)
+                         q[j * inner + k] = convert<T>(arg[k] == j ? C(1) : C(0));
+                     continue;
+                   }
+                   for (int64_t k = 0; k < n; ++k) sum[k] = C(0);
+                   for (int64_t j = 0; j < len; ++j)
+                     for (int64_t k = 0; k < n; ++k)
+                       sum[k] += exp_c(convert<C>(p[j * inner + k]) - best[k]);
+                   for (int64_t k = 0; k < n; ++k)
+                     sum[k] = kMode == SoftmaxMode::Softmax ? C(1) / sum[k]
+                                                            : best[k] + std::log(sum[k]);
+                   for (int64_t j = 0; j < len; ++j)
+                     for (int64_t k = 0; k < n; ++k) {
+                       C v = convert<C>(p[j * inner + k]);
+                       q[j * inner + k] = convert<T>(kMode == SoftmaxMode::Softmax
+                                                         ? exp_c(v - best[k]) * sum[k]
+                                                         : v - sum[k]);
+                     }
+                 }
+               });
+}
+
+template <SoftmaxMode kMode>
+class SoftmaxKernel : public backends::Kernel {
+ public:
+  explicit SoftmaxKernel(const backends::KernelInit& init)
+      : axis_(init.node.attr_int("axis", -1)) {}
+
+  void run(backends::KernelContext& ctx) const override {
+    const ir::Tensor& x = ctx.input(0);
+    if (x.rank() == 0) ctx.fail("input must have rank >= 1");
+    int64_t axis = ops::normalize_axis(ctx.node(), axis_, x.rank());
+    int64_t outer = 1, len = 1, inner = 1;
+    for (int64_t i = 0; i < x.rank(); ++i) (i < axis ? outer : i == axis ? len : inner) *= x.dim(i);
+    ir::Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
+    if (y.numel() == 0) return;
+    dispatch(FloatTypes{}, x.dtype(), ctx.node(), [&](auto tag) {
+      using T = decltype(tag);
+      if (inner == 1) {
+        softmax_last_axis<kMode, T>(x.data<T>(), y.data<T>(), outer, len, ctx.num_threads());
+      } else {
+        softmax_strided<kMode, T>(x.data<T>(), y.data<T>(), outer, len, inner,
+                                  ctx.num_threads());
+      }
+    });
+  }
+
+ private:
+  int64_t axis_;
+};
+
+}  // namespace
+
+void register_softmax_kernels(backends::KernelRegistry& r) {
+  using ops::OpKind;
+  auto floats = dtypes_of(FloatTypes{});
+  r.add<SoftmaxKernel<SoftmaxMode::Softmax>>(OpKind::Softmax, floats);
+  r.add<SoftmaxKernel<SoftmaxMode::LogSoftmax>>(OpKind::LogSoftmax, floats);
+  r.add<SoftmaxKernel<SoftmaxMode::Hardmax>>(OpKind::Hardmax, floats);
+}
+
+}  // namespace switchyard::cpu

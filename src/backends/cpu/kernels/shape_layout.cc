@@ -1,0 +1,340 @@
+// CPU kernels of the shape family that move data by layout: Transpose, Concat, Split, Slice,
+// Expand, Tile, DepthToSpace, SpaceToDepth. All work by element size, so every dtype is served.
+#include <limits>
+
+#include "backends/cpu/kernels/shape_internal.h"
+
+namespace switchyard::cpu {
+
+namespace {
+
+using backends::KernelContext;
+using backends::KernelInit;
+
+// Copies `in` into a new output 0 of shape `out_shape`, element at index i reading
+// in[offset + sum(i_k * strides_k)].
+void copy_strided_to_output(KernelContext& ctx, const ir::Tensor& in,
+                            std::vector<int64_t> out_shape, std::vector<int64_t> strides,
+                            int64_t offset = 0) {
+  ir::Tensor& out = ctx.allocate_output(0, in.dtype(), out_shape);
+  if (out.numel() == 0) return;
+  dispatch_by_size(in.dtype(), ctx.node(), [&](auto tag) {
+    using T = decltype(tag);
+    strided_copy<T>(in.data<T>() + offset, out.data<T>(), std::move(out_shape), std::move(strides),
+                    ctx.num_threads());
+  });
+}
+
+class TransposeKernel : public backends::Kernel {
+ public:
+  explicit TransposeKernel(const KernelInit& init) {
+    if (init.node.has_attribute("perm")) perm_ = init.node.attr_ints("perm");
+  }
+  void run(KernelContext& ctx) const override {
+    const ir::Tensor& in = ctx.input(0);
+    int64_t rank = in.rank();
+    std::vector<int64_t> perm = perm_;
+    if (!ctx.node().has_attribute("perm"))
+      for (int64_t i = rank - 1; i >= 0; --i) perm.push_back(i);
+    if (static_cast<int64_t>(perm.size()) != rank)
+      ctx.fail("perm has {} entries for an input of rank {}", perm.size(), rank);
+    std::vector<int64_t> in_strides = strides_of(in.shape());
+    std::vector<int64_t> shape, strides;
+    for (int64_t p : perm) {
+      shape.push_back(in.dim(p));
+      strides.push_back(in_strides[static_cast<size_t>(p)]);
+    }
+    copy_strided_to_output(ctx, in, std::move(shape), std::move(strides));
+  }
+
+ private:
+  std::vector<int64_t> perm_;
+};
+
+class ConcatKernel : public backends::Kernel {
+ public:
+  explicit ConcatKernel(const KernelInit& init) : axis_(init.node.attr_int("axis")) {}
+  void run(KernelContext& ctx) const override {
+    const ir::Tensor& first = ctx.input(0);
+    int64_t rank = first.rank();
+    if (rank == 0) ctx.fail("cannot concatenate scalars");
+    size_t axis = static_cast<size_t>(ops::normalize_axis(ctx.node(), axis_, rank));
+    std::vector<int64_t> out_shape = first.shape();
+    out_shape[axis] = 0;
+    std::vector<const ir::Tensor*> ins;
+    for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+      const ir::Tensor& t = ctx.input(i);
+      if (t.dtype() != first.dtype()) ctx.fail("input {} has another dtype than input 0", i);
+      if (t.rank() != rank)
+        ctx.fail("input {} has shape {}, input 0 has {}", i, ir::shape_to_string(t.shape()),
+                 ir::shape_to_string(first.shape()));
+      for (size_t k = 0; k < static_cast<size_t>(rank); ++k)
+        if (k != axis && t.shape()[k] != first.shape()[k])
+          ctx.fail("input {} has shape {}, input 0 has {}", i, ir::shape_to_string(t.shape()),
+                   ir::shape_to_string(first.shape()));
+      out_shape[axis] += t.shape()[axis];
+      ins.push_back(&t);
+    }
+    int64_t outer = 1, inner = 1;
+    for (size_t k = 0; k < axis; ++k) outer *= out_shape[k];
+    for (size_t k = axis + 1; k < out_shape.size(); ++k) inner *= out_shape[k];
+    ir::Tensor& out = ctx.allocate_output(0, first.dtype(), out_shape);
+    if (out.numel() == 0) return;
+    int64_t row = out_shape[axis] * inner;
+    dispatch_by_size(first.dtype(), ctx.node(), [&](auto tag) {
+      using T = decltype(tag);
+      T* dst = out.data<T>();
+      parallel_for(outer, std::max<int64_t>(1, 16384 / std::max<int64_t>(row, 1)),
+                   ctx.num_threads(), [&](int64_t b, int64_t e) {
+                     for (int64_t o = b; o < e; ++o) {
+                       T* d = dst + o * row;
+                       for (const ir::Tensor* t : ins) {
+                         int64_t block = t->shape()[axis] * inner;
+                         copy_elements(t->data<T>() + o * block, d, block);
+                         d += block;
+                       }
+                     }
+                   });
+    });
+  }
+
+ private:
+  int64_t axis_;
+};
+
+class SplitKernel : public backends::Kernel {
+ public:
+  explicit SplitKernel(const KernelInit& init)
+      : axis_(init.node.attr_int("axis", 0)),
+        uneven_(init.node.has_attribute("num_outputs")) {}
+  void run(KernelContext& ctx) const override {
+    const ir::Tensor& in = ctx.input(0);
+    if (in.rank() == 0) ctx.fail("cannot split a scalar");
+    size_t axis = static_cast<size_t>(ops::normalize_axis(ctx.node(), axis_, in.rank()));
+    int64_t dim = in.shape()[axis];
+    size_t n = ctx.num_outputs();
+    std::vector<int64_t> sizes;
+    if (ctx.has_input(1)) {
+      sizes = int_values(ctx, 1, "split");
+      if (sizes.size() != n) ctx.fail("'split' has {} values for {} outputs", sizes.size(), n);
+      int64_t sum = 0;
+      for (int64_t s : sizes) {
+        if (s < 0) ctx.fail("'split' has a negative size {}", s);
+        sum += s;
+      }
+      if (sum != dim) ctx.fail("'split' sums to {} but axis {} has size {}", sum, axis, dim);
+    } else {
+      int64_t k = static_cast<int64_t>(n);
+      int64_t chunk = dim / k;
+      if (dim % k != 0) {
+        if (!uneven_) ctx.fail("axis {} of size {} does not split into {} equal parts", axis, dim, k);
+        ++chunk;
+        if (chunk * (k - 1) > dim) ctx.fail("axis {} of size {} cannot split into {} parts", axis, dim, k);
+      }
+      for (int64_t i = 0; i < k; ++i) sizes.push_back(i + 1 < k ? chunk : dim - chunk * (k - 1));
+    }
+    int64_t outer = 1, inner = 1;
+    for (size_t k = 0; k < axis; ++k) outer *= in.shape()[k];
+    for (size_t k = axis + 1; k < in.shape().size(); ++k) inner *= in.shape()[k];
+    int64_t offset = 0;
+    for (size_t i = 0; i < n; ++i) {
+      std::vector<int64_t> shape = in.shape();
+      shape[axis] = sizes[i];
+      ir::Tensor& out = ctx.allocate_output(i, in.dtype(), shape);
+      int64_t block = sizes[i] * inner;
+      if (out.numel() > 0) {
+        dispatch_by_size(in.dtype(), ctx.node(), [&](auto tag) {
+          using T = decltype(tag);
+          const T* src = in.data<T>() + offset * inner;
+          T* dst = out.data<T>();
+          int64_t row = dim * inner;
+          parallel_for(outer, std::max<int64_t>(1, 16384 / std::max<int64_t>(block, 1)),
+                       ctx.num_threads(), [&](int64_t b, int64_t e) {
+                         for (int64_t o = b; o < e; ++o)
+                           copy_elements(src + o * row, dst + o * block, block);
+                       });
+        });
+      }
+      offset += sizes[i];
+    }
+  }
+
+ private:
+  int64_t axis_;
+  bool uneven_;
+};
+
+class SliceKernel : public backends::Kernel {
+ public:
+  explicit SliceKernel(const KernelInit&) {}
+  void run(KernelContext& ctx) const override {
+    const ir::Tensor& in = ctx.input(0);
+    int64_t rank = in.rank();
+    std::vector<int64_t> starts = int_values(ctx, 1, "starts");
+    std::vector<int64_t> ends = int_values(ctx, 2, "ends");
+    if (starts.size() != ends.size())
+      ctx.fail("starts has {} values and ends has {}", starts.size(), ends.size());
+    std::vector<int64_t> axes;
+    if (ctx.has_input(3)) {
+      axes = int_values(ctx, 3, "axes");
+      if (axes.size() != starts.size())
+        ctx.fail("axes has {} values for {} starts", axes.size(), starts.size());
+    } else {
+      if (static_cast<int64_t>(starts.size()) > rank)
+        ctx.fail("starts has {} values for an input of rank {}", starts.size(), rank);
+      for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+    }
+    std::vector<int64_t> steps(starts.size(), 1);
+    if (ctx.has_input(4)) {
+      steps = int_values(ctx, 4, "steps");
+      if (steps.size() != starts.size())
+        ctx.fail("steps has {} values for {} starts", steps.size(), starts.size());
+    }
+    std::vector<int64_t> shape = in.shape();
+    std::vector<int64_t> in_strides = strides_of(in.shape());
+    std::vector<int64_t> strides = in_strides;
+    std::vector<bool> seen(static_cast<size_t>(rank), false);
+    int64_t offset = 0;
+    for (size_t i = 0; i < axes.size(); ++i) {
+      size_t a = static_cast<size_t>(ops::normalize_axis(ctx.node(), axes[i], rank));
+      if (seen[a]) ctx.fail("axis {} appears more than once", a);
+      seen[a] = true;
+      int64_t d = in.shape()[a], step = steps[i];
+      if (step == 0) ctx.fail("steps must not be zero");
+      int64_t start = starts[i], end = ends[i];
+      if (start < 0) start += d;
+      if (end < 0) end += d;
+      int64_t len;
+      if (step > 0) {
+        start = std::clamp<int64_t>(start, 0, d);
+        end = std::clamp<int64_t>(end, 0, d);
+        len = end > start ? 1 + (end - start - 1) / step : 0;
+      } else {
+        start = std::clamp<int64_t>(start, 0, std::max<int64_t>(d - 1, 0));
+        end = std::clamp<int64_t>(end, -1, d - 1);
+        int64_t neg = step == std::numeric_limits<int64_t>::min()
+                          ? std::numeric_limits<int64_t>::max()
+                          : -step;
+        len = d > 0 && start > end ? 1 + (start - end - 1) / neg : 0;
+      }
+      shape[a] = len;
+      if (len > 0) offset += start * in_strides[a];
+      // A single element needs no stride; this also avoids overflow for huge steps.
+      strides[a] = len > 1 ? in_strides[a] * step : in_strides[a];
+    }
+    copy_strided_to_output(ctx, in, std::move(shape), std::move(strides), offset);
+  }
+};
+
+class ExpandKernel : public backends::Kernel {
+ public:
+  explicit ExpandKernel(const KernelInit&) {}
+  void run(KernelContext& ctx) const override {
+    const ir::Tensor& in = ctx.input(0);
+    std::vector<int64_t> shape = int_values(ctx, 1, "shape");
+    for (int64_t d : shape)
+      if (d < 0) ctx.fail("shape has a negative dimension {}", d);
+    std::vector<int64_t> out = broadcast_or_fail(ctx, {in.shape(), shape});
+    copy_strided_to_output(ctx, in, out, broadcast_strides(in.shape(), out));
+  }
+};
+
+class TileKernel : public backends::Kernel {
+ public:
+  explicit TileKernel(const KernelInit&) {}
+  void run(KernelContext& ctx) const override {
+    const ir::Tensor& in = ctx.input(0);
+    std::vector<int64_t> repeats = int_values(ctx, 1, "repeats");
+    if (static_cast<int64_t>(repeats.size()) != in.rank())
+      ctx.fail("repeats has {} values for an input of rank {}", repeats.size(), in.rank());
+    std::vector<int64_t> shape = in.shape();
+    std::vector<std::vector<int64_t>> maps(shape.size());
+    for (size_t a = 0; a < shape.size(); ++a) {
+      if (repeats[a] < 0) ctx.fail("repeats has a negative value {}", repeats[a]);
+      int64_t d = shape[a];
+      if (d != 0 && repeats[a] > std::numeric_limits<int64_t>::max() / d)
+        ctx.fail("tiled dimension {} x {} is too large", d, repeats[a]);
+      shape[a] = d * repeats[a];
+    }
+    ir::Tensor& out = ctx.allocate_output(0, in.dtype(), shape);
+    if (out.numel() == 0) return;
+    for (size_t a = 0; a < shape.size(); ++a) {
+      maps[a].resize(static_cast<size_t>(shape[a]));
+      for (int64_t j = 0; j < shape[a]; ++j) maps[a][static_cast<size_t>(j)] = j % in.shape()[a];
+    }
+    dispatch_by_size(in.dtype(), ctx.node(), [&](auto tag) {
+      using T = decltype(tag);
+      axis_map_copy<T>(in.data<T>(), out.data<T>(), in.shape(), shape, maps, T{},
+                       ctx.num_threads());
+    });
+  }
+};
+
+// DepthToSpace and SpaceToDepth: a 6-D view of the input, transposed.
+class BlockRearrangeKernel : public backends::Kernel {
+ public:
+  BlockRearrangeKernel(const KernelInit& init, bool to_space)
+      : to_space_(to_space),
+        crd_(init.node.attr_string("mode", "DCR") == "CRD"),
+        block_(init.node.attr_int("blocksize")) {
+    SY_CHECK(block_ > 0, InvalidModel, "{}: blocksize must be positive, got {}",
+             init.node.describe(), block_);
+  }
+  void run(KernelContext& ctx) const override {
+    const ir::Tensor& in = ctx.input(0);
+    if (in.rank() != 4) ctx.fail("input must be 4-D, got {}", ir::shape_to_string(in.shape()));
+    int64_t n = in.dim(0), c = in.dim(1), h = in.dim(2), w = in.dim(3), b = block_;
+    std::vector<int64_t> shape, strides;
+    if (to_space_) {
+      if (c % (b * b) != 0)
+        ctx.fail("channels {} are not divisible by blocksize^2 = {}", c, b * b);
+      int64_t cc = c / (b * b);
+      std::vector<int64_t> view = crd_ ? std::vector<int64_t>{n, cc, b, b, h, w}
+                                       : std::vector<int64_t>{n, b, b, cc, h, w};
+      std::vector<int64_t> s = strides_of(view);
+      shape = {n, cc, h, b, w, b};
+      strides = crd_ ? std::vector<int64_t>{s[0], s[1], s[4], s[2], s[5], s[3]}
+                     : std::vector<int64_t>{s[0], s[3], s[4], s[1], s[5], s[2]};
+    } else {
+      if (h % b != 0 || w % b != 0)
+        ctx.fail("height {} and width {} must be divisible by blocksize {}", h, w, b);
+      std::vector<int64_t> s = strides_of({n, c, h / b, b, w / b, b});
+      shape = {n, b, b, c, h / b, w / b};
+      strides = {s[0], s[3], s[5], s[1], s[2], s[4]};
+    }
+    std::vector<int64_t> out_shape =
+        to_space_ ? std::vector<int64_t>{n, c / (b * b), h * b, w * b}
+                  : std::vector<int64_t>{n, c * b * b, h / b, w / b};
+    ir::Tensor& out = ctx.allocate_output(0, in.dtype(), out_shape);
+    if (out.numel() == 0) return;
+    dispatch_by_size(in.dtype(), ctx.node(), [&](auto tag) {
+      using T = decltype(tag);
+      strided_copy<T>(in.data<T>(), out.data<T>(), shape, strides, ctx.num_threads());
+    });
+  }
+
+ private:
+  bool to_space_, crd_;
+  int64_t block_;
+};
+
+}  // namespace
+
+void register_shape_layout_kernels(backends::KernelRegistry& r) {
+  r.add<TransposeKernel>(ops::OpKind::Transpose, movable_dtypes());
+  r.add<ConcatKernel>(ops::OpKind::Concat, movable_dtypes());
+  r.add<SplitKernel>(ops::OpKind::Split, movable_dtypes());
+  r.add<SliceKernel>(ops::OpKind::Slice, movable_dtypes());
+  r.add<ExpandKernel>(ops::OpKind::Expand, movable_dtypes());
+  r.add<TileKernel>(ops::OpKind::Tile, movable_dtypes());
+  r.add(backends::KernelDef{ops::OpKind::DepthToSpace, movable_dtypes(), 0, {},
+                            [](const KernelInit& init) -> std::unique_ptr<backends::Kernel> {
+                              return std::make_unique<BlockRearrangeKernel>(init, true);
+                            }});
+  r.add(backends::KernelDef{ops::OpKind::SpaceToDepth, movable_dtypes(), 0, {},
+                            [](const KernelInit& init) -> std::unique_ptr<backends::Kernel> {
+                              return std::make_unique<BlockRearrangeKernel>(init, false);
+                            }});
+}
+
+}  // namespace switchyard::cpu

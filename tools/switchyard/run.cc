@@ -1,0 +1,181 @@
+// `switchyard run MODEL.onnx [...]`: run a model on inputs from an .npz or seeded random ones,
+// print each output's summary and the median time, optionally write the outputs.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "io/npz.h"
+#include "ir/check.h"
+#include "runtime/executable.h"
+#include "runtime/inputs.h"
+#include "switchyard/switchyard.hpp"
+
+namespace switchyard::tools {
+
+namespace {
+
+struct RunArgs {
+  std::string model;
+  std::string inputs_path;
+  std::string outputs_path;
+  std::vector<std::string> dims;
+  std::vector<std::string> shapes;
+  uint64_t seed = 0;
+  int iterations = 1;
+  int threads = 0;
+  bool json = false;
+};
+
+// "NAME=VALUE" → (NAME, VALUE); throws InvalidArgument naming the option.
+std::pair<std::string, std::string> split_assignment(const std::string& text,
+                                                     const std::string& option) {
+  auto eq = text.find('=');
+  SY_CHECK(eq != std::string::npos && eq > 0 && eq + 1 < text.size(), InvalidArgument,
+           "{} '{}': expected NAME=VALUE", option, text);
+  return {text.substr(0, eq), text.substr(eq + 1)};
+}
+
+runtime::InputSpec make_input_spec(const RunArgs& args, const ir::Graph& graph) {
+  runtime::InputSpec spec;
+  spec.seed = args.seed;
+  for (const auto& d : args.dims) {
+    auto [name, value] = split_assignment(d, "--dim");
+    SY_CHECK(value.find_first_not_of("0123456789") == std::string::npos && value.size() < 19,
+             InvalidArgument, "--dim {}: '{}' is not a non-negative integer", name, value);
+    spec.dims[name] = std::stoll(value);
+  }
+  for (const auto& s : args.shapes) {
+    auto [name, value] = split_assignment(s, "--shape");
+    bool known = false;
+    for (const ir::Value* v : graph.inputs()) known = known || v->name() == name;
+    SY_CHECK(known, InvalidArgument, "--shape {}: the model has no input named '{}'", name, name);
+    spec.shapes[name] = runtime::parse_shape(value);
+  }
+  return spec;
+}
+
+int run_command(const RunArgs& args) {
+  SY_CHECK(args.iterations >= 1, InvalidArgument, "--iterations must be at least 1, got {}",
+           args.iterations);
+  SY_CHECK(args.threads >= 0, InvalidArgument, "--threads must be >= 0, got {}", args.threads);
+  Options options;
+  options.num_threads = args.threads;
+  Executable exe = Model::load(args.model).compile(options);
+  const runtime::Executable& impl = exe.internal();
+  const ir::Graph& graph = impl.graph();
+
+  std::map<std::string, ir::Tensor> given;
+  if (!args.inputs_path.empty()) given = io::read_npz(args.inputs_path);
+  runtime::InputSpec spec = make_input_spec(args, graph);
+  std::vector<ir::Datum> inputs;
+  std::vector<std::string> input_origin;
+  for (size_t i = 0; i < graph.inputs().size(); ++i) {
+    const ir::Value* v = graph.inputs()[i];
+    auto it = given.find(v->name());
+    if (it == given.end()) it = given.find("in." + v->name());
+    if (it != given.end()) {
+      inputs.emplace_back(it->second);
+      input_origin.push_back("from " + args.inputs_path);
+    } else {
+      inputs.emplace_back(runtime::make_seeded_input(*v, i, spec));
+      input_origin.push_back(fmt::format("seed {}", args.seed));
+    }
+  }
+
+  std::vector<double> times_ms;
+  std::vector<ir::Datum> outputs;
+  runtime::RunStats stats;
+  for (int it = 0; it < args.iterations; ++it) {
+    auto start = std::chrono::steady_clock::now();
+    outputs = impl.run(inputs, &stats);
+    auto end = std::chrono::steady_clock::now();
+    times_ms.push_back(std::chrono::duration<double, std::milli>(end - start).count());
+  }
+  std::vector<double> sorted = times_ms;
+  std::sort(sorted.begin(), sorted.end());
+  double median = sorted[sorted.size() / 2];
+  if (sorted.size() % 2 == 0) median = (sorted[sorted.size() / 2 - 1] + median) / 2;
+
+  if (!args.outputs_path.empty()) {
+    std::vector<std::pair<std::string, ir::Tensor>> arrays;
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      SY_CHECK(outputs[i].is_tensor(), Unsupported,
+               "output '{}' is not a tensor and cannot be written to an .npz",
+               graph.outputs()[i]->name());
+      arrays.emplace_back(graph.outputs()[i]->name(), outputs[i].tensor);
+    }
+    io::write_npz(args.outputs_path, arrays);
+  }
+
+  std::vector<runtime::ValueSummary> summaries;
+  for (size_t i = 0; i < outputs.size(); ++i)
+    summaries.push_back(runtime::summarize(graph.outputs()[i]->name(), outputs[i]));
+
+  if (args.json) {
+    nlohmann::json j;
+    j["model"] = args.model;
+    j["placement"] = impl.placement_summary();
+    j["threads"] = args.threads;
+    j["iterations"] = args.iterations;
+    j["median_ms"] = median;
+    j["times_ms"] = times_ms;
+    j["peak_bytes"] = stats.peak_bytes;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      runtime::ValueSummary s = runtime::summarize(graph.inputs()[i]->name(), inputs[i]);
+      j["inputs"].push_back(
+          {{"name", s.name}, {"dtype", s.dtype}, {"shape", s.shape}, {"source", input_origin[i]}});
+    }
+    for (const auto& s : summaries) {
+      nlohmann::json o = {{"name", s.name}, {"dtype", s.dtype}, {"shape", s.shape}};
+      if (s.numeric) {
+        o["min"] = s.min;
+        o["max"] = s.max;
+        o["mean"] = s.mean;
+      }
+      j["outputs"].push_back(o);
+    }
+    fmt::print("{}\n", j.dump());
+    return 0;
+  }
+  fmt::print("model: {}\n", args.model);
+  fmt::print("placement: {}\n", impl.placement_summary());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    runtime::ValueSummary s = runtime::summarize(graph.inputs()[i]->name(), inputs[i]);
+    fmt::print("input  {}: {} {} ({})\n", s.name, s.dtype, s.shape, input_origin[i]);
+  }
+  for (const auto& s : summaries) {
+    if (s.numeric) {
+      fmt::print("output {}: {} {} min={:.6g} max={:.6g} mean={:.6g}\n", s.name, s.dtype, s.shape,
+                 s.min, s.max, s.mean);
+    } else {
+      fmt::print("output {}: {} {}\n", s.name, s.dtype, s.shape);
+    }
+  }
+  fmt::print("time: median {:.3f} ms over {} iteration{}; peak intermediate memory {:.2f} MB\n",
+             median, args.iterations, args.iterations == 1 ? "" : "s",
+             static_cast<double>(stats.peak_bytes) / 1e6);
+  if (!args.outputs_path.empty()) fmt::print("outputs written to {}\n", args.outputs_path);
+  return 0;
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<RunArgs>();
+  auto* cmd = app.add_subcommand("run", "Run a model and summarize its outputs");
+  cmd->add_option("model", args->model, "ONNX model file")->required();
+  cmd->add_option("--inputs", args->inputs_path, ".npz with inputs keyed by graph input name");
+  cmd->add_option("--outputs", args->outputs_path, "write outputs to this .npz");
+  cmd->add_option("--dim", args->dims, "bind a symbolic dim: NAME=VALUE (repeatable)");
+  cmd->add_option("--shape", args->shapes, "an input's shape: INPUT=1x3x224x224 (repeatable)");
+  cmd->add_option("--seed", args->seed, "seed for inputs not given in --inputs");
+  cmd->add_option("--iterations", args->iterations, "number of timed runs (median reported)");
+  cmd->add_option("--threads", args->threads, "threads per run (0 = all cores)");
+  cmd->add_flag("--json", args->json, "print one JSON object");
+  cmd->callback([args, &exit_code] { exit_code = run_command(*args); });
+}
+
+}  // namespace switchyard::tools
