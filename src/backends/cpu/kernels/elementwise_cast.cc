@@ -1,6 +1,7 @@
 // CPU kernels of the elementwise family: Cast and CastLike, between every pair of the runtime's
 // dtypes. Numbers print as numpy's str() does (shortest round-trip digits, positional between
 // 1e-4 and 1e16, else scientific) and strings parse as decimal or scientific numbers, inf, nan.
+#include <cctype>
 #include <charconv>
 #include <cstring>
 #include <string>
@@ -152,7 +153,7 @@ std::string_view trim(std::string_view s) {
   return s.substr(b, e - b + 1);
 }
 
-/// Strips one leading '+' (from_chars does not take it); nullopt when nothing numeric is left.
+/// Strips one leading '+', which from_chars does not accept.
 std::string_view strip_plus(std::string_view s) {
   if (s.size() > 1 && s[0] == '+' && s[1] != '-' && s[1] != '+') return s.substr(1);
   return s;

@@ -1,8 +1,284 @@
-// CPU kernels of the pool family.
+// CPU kernels of the pool family: MaxPool, AveragePool, LpPool and the global pools. float32
+// (and int8/uint8 max pooling) run through oneDNN's pooling for 1-3 spatial dims; the direct
+// loop covers other dtypes, Indices, LpPool and the windows oneDNN cannot express.
+#include <cmath>
+#include <limits>
+#include <numeric>
+
 #include "backends/cpu/kernels/common.h"
+#include "backends/cpu/kernels/dnnl_util.h"
+#include "backends/cpu/kernels/pool_internal.h"
+#include "ops/conv_geometry.h"
 
 namespace switchyard::cpu {
 
-void register_pool_kernels(backends::KernelRegistry& r) { (void)r; }
+namespace {
+
+enum class PoolKind { Max, Average, Lp };
+
+using MaxPoolTypes = TypeList<float, double, Float16, BFloat16, int8_t, uint8_t>;
+
+// Offset markers in a window table besides real input offsets.
+constexpr int64_t kPadding = -1;  // explicit padding: counts for count_include_pad
+constexpr int64_t kOutside = -2;  // beyond the explicit pads (ceil_mode): never counts
+
+struct PoolPlan {
+  int64_t planes = 0;  // N * C
+  std::vector<int64_t> in, out;
+  int64_t in_size = 0, out_size = 0, ksize = 0;
+  std::vector<int64_t> out_shape;
+  std::vector<int64_t> offsets;  // out_size x ksize input offsets or markers
+  bool use_dnnl = false;
+  dnnl::pooling_v2_forward primitive;
+  dnnl::memory::desc src_md, dst_md;
+};
+
+class PoolKernel : public backends::Kernel {
+ public:
+  PoolKernel(const backends::KernelInit& init, PoolKind kind, bool global)
+      : kind_(kind), global_(global) {
+    const ir::Node& node = init.node;
+    if (!global_) {
+      attrs_ = ops::read_window_attrs(node, node.attr_ints("kernel_shape"));
+    }
+    count_include_pad_ = node.attr_int("count_include_pad", 0) != 0;
+    storage_order_ = node.attr_int("storage_order", 0);
+    SY_CHECK(storage_order_ == 0 || storage_order_ == 1, InvalidModel,
+             "{}: storage_order must be 0 or 1, got {}", node.describe(), storage_order_);
+    p_ = node.attr_int("p", 2);
+    SY_CHECK(kind_ != PoolKind::Lp || p_ >= 1, InvalidModel, "{}: p must be >= 1, got {}",
+             node.describe(), p_);
+    // An omitted Indices output has no readers: skip computing it.
+    const ir::Value* indices = node.output(1);
+    wants_indices_ = indices && (!indices->uses().empty() || is_graph_output(node, 1));
+  }
+
+  void run(backends::KernelContext& ctx) const override {
+    const ir::Tensor& x = ctx.input(0);
+    OmpThreadScope threads(ctx.num_threads());
+    auto plan = cache_.get(x.shape(), [&] { return make_plan(ctx, x); });
+    ir::Tensor& y = ctx.allocate_output(0, x.dtype(), plan->out_shape);
+    ir::Tensor* indices = nullptr;
+    if (wants_indices_) indices = &ctx.allocate_output(1, DType::Int64, plan->out_shape);
+    if (y.numel() == 0) return;
+    if (plan->use_dnnl && !indices) {
+      execute_primitive(ctx, plan->primitive,
+                        {{DNNL_ARG_SRC, wrap_memory(x, plan->src_md)},
+                         {DNNL_ARG_DST, wrap_memory(y, plan->dst_md)}});
+      return;
+    }
+    dispatch(MaxPoolTypes{}, x.dtype(), ctx.node(), [&](auto tag) {
+      using T = decltype(tag);
+      run_loop<T>(ctx, *plan, x.data<T>(), y.data<T>(), indices ? indices->data<int64_t>() : nullptr);
+    });
+  }
+
+ private:
+  static bool is_graph_output(const ir::Node& node, size_t i) {
+    const ir::Value* v = node.output(i);
+    for (const ir::Value* o : node.owner()->outputs())
+      if (o == v) return true;
+    return false;
+  }
+
+  template <typename T>
+  void run_loop(const backends::KernelContext& ctx, const PoolPlan& plan, const T* xp, T* yp,
+                int64_t* ip) const {
+    using C = std::conditional_t<std::is_integral_v<T>, T, compute_t<T>>;
+    const int64_t ksize = plan.ksize, out_size = plan.out_size, in_size = plan.in_size;
+    std::vector<int64_t> in_strides = strides_of(plan.in);
+    std::vector<int64_t> col_strides(plan.in.size(), 1);
+    for (size_t i = 1; i < plan.in.size(); ++i) col_strides[i] = col_strides[i - 1] * plan.in[i - 1];
+    auto column_major = [&](int64_t off) {
+      int64_t r = 0;
+      for (size_t i = 0; i < plan.in.size(); ++i) {
+        r += off / in_strides[i] * col_strides[i];
+        off %= in_strides[i];
+      }
+      return r;
+    };
+    const double p = static_cast<double>(p_);
+    int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, out_size * ksize));
+    parallel_for(plan.planes, grain, ctx.num_threads(), [&](int64_t lo, int64_t hi) {
+      for (int64_t plane = lo; plane < hi; ++plane) {
+        const T* xs = xp + plane * in_size;
+        for (int64_t o = 0; o < out_size; ++o) {
+          const int64_t* off = plan.offsets.data() + o * ksize;
+          int64_t out_index = plane * out_size + o;
+          if (kind_ == PoolKind::Max) {
+            C best = std::numeric_limits<C>::lowest();
+            int64_t best_off = -1;
+            for (int64_t k = 0; k < ksize; ++k) {
+              if (off[k] < 0) continue;
+              C v = static_cast<C>(xs[off[k]]);
+              if (best_off < 0 || v > best || (std::isnan(static_cast<double>(v)) &&
+                                                !std::isnan(static_cast<double>(best)))) {
+                best = v;
+                best_off = off[k];
+              }
+            }
+            yp[out_index] = convert<T>(best);
+            if (ip) {
+              int64_t spatial = best_off < 0 ? 0 : storage_order_ ? column_major(best_off) : best_off;
+              ip[out_index] = plane * in_size + spatial;
+            }
+          } else if (kind_ == PoolKind::Average) {
+            double sum = 0;
+            int64_t count = 0;
+            for (int64_t k = 0; k < ksize; ++k) {
+              if (off[k] >= 0) {
+                sum += static_cast<double>(static_cast<C>(xs[off[k]]));
+                ++count;
+              } else if (off[k] == kPadding && count_include_pad_) {
+                ++count;
+              }
+            }
+            yp[out_index] = convert<T>(static_cast<C>(count ? sum / static_cast<double>(count) : 0.0));
+          } else {
+            double sum = 0;
+            for (int64_t k = 0; k < ksize; ++k)
+              if (off[k] >= 0)
+                sum += std::pow(std::fabs(static_cast<double>(static_cast<C>(xs[off[k]]))), p);
+            yp[out_index] = convert<T>(static_cast<C>(std::pow(sum, 1.0 / p)));
+          }
+        }
+      }
+    });
+  }
+
+  std::shared_ptr<const PoolPlan> make_plan(const backends::KernelContext& ctx,
+                                            const ir::Tensor& x) const {
+    auto plan = std::make_shared<PoolPlan>();
+    if (x.rank() < 3 && !(global_ && x.rank() >= 2))
+      ctx.fail("input X has shape {}, expected rank >= 3", ir::shape_to_string(x.shape()));
+    ops::WindowAttrs a = attrs_;
+    plan->in.assign(x.shape().begin() + 2, x.shape().end());
+    size_t n = plan->in.size();
+    if (global_) {
+      a.kernel = plan->in;
+      for (int64_t& k : a.kernel) k = std::max<int64_t>(k, 1);
+      a.strides.assign(n, 1);
+      a.dilations.assign(n, 1);
+      a.pads.assign(2 * n, 0);
+    } else if (n != a.spatial()) {
+      ctx.fail("input X has shape {} but kernel_shape has {} dims", ir::shape_to_string(x.shape()),
+               a.spatial());
+    }
+    ops::WindowGeometry geo = ops::window_geometry(a, plan->in);
+    for (size_t i = 0; i < n; ++i)
+      if (geo.out[i] < 1)
+        ctx.fail("the window (extent {}) does not fit spatial dim {} of size {} with its pads",
+                 (a.kernel[i] - 1) * a.dilations[i] + 1, i, plan->in[i]);
+    plan->out = geo.out;
+    plan->planes = x.dim(0) * x.dim(1);
+    plan->in_size = ir::checked_numel(plan->in);
+    plan->out_size = ir::checked_numel(plan->out);
+    plan->ksize = ir::checked_numel(a.kernel);
+    plan->out_shape = {x.dim(0), x.dim(1)};
+    plan->out_shape.insert(plan->out_shape.end(), plan->out.begin(), plan->out.end());
+    // The explicit end pads (what count_include_pad counts), before ceil_mode grows them.
+    std::vector<int64_t> explicit_end(n);
+    for (size_t i = 0; i < n; ++i) {
+      int64_t pb = a.pads[i], pe = a.pads[i + n];
+      ops::AutoPad mode = a.auto_pad;
+      if (mode != ops::AutoPad::NotSet) {
+        ops::window_output_size(plan->in[i], a.kernel[i], a.strides[i], a.dilations[i], mode,
+                                false, pb, pe);
+      }
+      explicit_end[i] = pe;
+    }
+    build_offsets(*plan, a, geo, explicit_end);
+    bool ceil_grew = false;
+    for (size_t i = 0; i < n; ++i) ceil_grew = ceil_grew || geo.pad_end[i] != explicit_end[i];
+    auto dnnl_type = dnnl_data_type(x.dtype());
+    bool dnnl_ok = kind_ != PoolKind::Lp && n >= 1 && n <= 3 && x.numel() > 0 &&
+                   (x.dtype() == DType::Float32 ||
+                    (kind_ == PoolKind::Max &&
+                     (x.dtype() == DType::Int8 || x.dtype() == DType::UInt8))) &&
+                   !(kind_ == PoolKind::Average && count_include_pad_ && ceil_grew);
+    if (!dnnl_ok) return plan;
+    try {
+      dnnl::algorithm alg = kind_ == PoolKind::Max ? dnnl::algorithm::pooling_max
+                            : count_include_pad_   ? dnnl::algorithm::pooling_avg_include_padding
+                                                   : dnnl::algorithm::pooling_avg_exclude_padding;
+      dnnl::memory::desc src = plain_desc(x.shape(), *dnnl_type);
+      dnnl::memory::desc dst = plain_desc(plan->out_shape, *dnnl_type);
+      dnnl::memory::dims dil;
+      for (int64_t d : a.dilations) dil.push_back(d - 1);
+      dnnl::pooling_v2_forward::desc desc(
+          dnnl::prop_kind::forward_inference, alg, src, dst, dnnl_dims(a.strides),
+          dnnl_dims(a.kernel), dil, dnnl_dims(geo.pad_begin), dnnl_dims(geo.pad_end));
+      dnnl::pooling_v2_forward::primitive_desc pd(desc, dnnl_engine());
+      plan->primitive = dnnl::pooling_v2_forward(pd);
+      plan->src_md = pd.src_desc();
+      plan->dst_md = pd.dst_desc();
+      plan->use_dnnl = true;
+    } catch (const dnnl::error&) {
+      plan->use_dnnl = false;  // oneDNN declines: the direct loop covers it
+    }
+    return plan;
+  }
+
+  static void build_offsets(PoolPlan& plan, const ops::WindowAttrs& a,
+                            const ops::WindowGeometry& geo,
+                            const std::vector<int64_t>& explicit_end) {
+    const size_t rank = plan.in.size();
+    plan.offsets.resize(static_cast<size_t>(plan.out_size * plan.ksize));
+    std::vector<int64_t> in_strides = strides_of(plan.in);
+    std::vector<int64_t> oc(rank, 0);
+    for (int64_t o = 0; o < plan.out_size; ++o) {
+      std::vector<int64_t> kc(rank, 0);
+      for (int64_t k = 0; k < plan.ksize; ++k) {
+        int64_t off = 0;
+        for (size_t s = 0; s < rank; ++s) {
+          int64_t i = oc[s] * a.strides[s] - geo.pad_begin[s] + kc[s] * a.dilations[s];
+          if (i >= 0 && i < plan.in[s]) {
+            if (off >= 0) off += i * in_strides[s];
+          } else if (i < plan.in[s] + explicit_end[s]) {
+            if (off != kOutside) off = kPadding;
+          } else {
+            off = kOutside;
+          }
+        }
+        plan.offsets[static_cast<size_t>(o * plan.ksize + k)] = off;
+        for (size_t s = rank; s-- > 0;) {
+          if (++kc[s] < a.kernel[s]) break;
+          kc[s] = 0;
+        }
+      }
+      for (size_t s = rank; s-- > 0;) {
+        if (++oc[s] < plan.out[s]) break;
+        oc[s] = 0;
+      }
+    }
+  }
+
+  PoolKind kind_;
+  bool global_;
+  ops::WindowAttrs attrs_;
+  bool count_include_pad_ = false;
+  int64_t storage_order_ = 0;
+  int64_t p_ = 2;
+  bool wants_indices_ = false;
+  PlanCache<PoolPlan> cache_;
+};
+
+template <PoolKind kKind, bool kGlobal>
+class Pool : public PoolKernel {
+ public:
+  explicit Pool(const backends::KernelInit& init) : PoolKernel(init, kKind, kGlobal) {}
+};
+
+}  // namespace
+
+void register_pool_kernels(backends::KernelRegistry& r) {
+  r.add<Pool<PoolKind::Max, false>>(ops::OpKind::MaxPool, dtypes_of(MaxPoolTypes{}));
+  r.add<Pool<PoolKind::Average, false>>(ops::OpKind::AveragePool, dtypes_of(FloatTypes{}));
+  r.add<Pool<PoolKind::Lp, false>>(ops::OpKind::LpPool, dtypes_of(FloatTypes{}));
+  r.add<Pool<PoolKind::Max, true>>(ops::OpKind::GlobalMaxPool, dtypes_of(MaxPoolTypes{}));
+  r.add<Pool<PoolKind::Average, true>>(ops::OpKind::GlobalAveragePool, dtypes_of(FloatTypes{}));
+  r.add<Pool<PoolKind::Lp, true>>(ops::OpKind::GlobalLpPool, dtypes_of(FloatTypes{}));
+  register_pool_roi_kernels(r);
+}
 
 }  // namespace switchyard::cpu

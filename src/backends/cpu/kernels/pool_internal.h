@@ -1,0 +1,11 @@
+// Registration of the pool family's kernels that live outside pool.cc.
+#pragma once
+
+#include "backends/kernel.h"
+
+namespace switchyard::cpu {
+
+/// MaxUnpool, MaxRoiPool and RoiAlign (pool_roi.cc).
+void register_pool_roi_kernels(backends::KernelRegistry& r);
+
+}  // namespace switchyard::cpu
