@@ -122,11 +122,11 @@ ExternalRegion::ExternalRegion(const onnx::TensorProto& tensor, const std::strin
       dir.reset(next);
       continue;
     }
-    SY_CHECK(S_ISREG(st.st_mode), InvalidModel,
-             "{}: external data file '{}' is not a regular file", context, path_);
+    SY_CHECK(S_ISREG(st.st_mode), InvalidModel, "{}: external data file '{}' is not a regular file",
+             context, path_);
     FdGuard file(::openat(dir.get(), part.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-    SY_CHECK(file.get() >= 0, InvalidModel, "{}: cannot open external data file '{}': {}",
-             context, path_, std::strerror(errno));
+    SY_CHECK(file.get() >= 0, InvalidModel, "{}: cannot open external data file '{}': {}", context,
+             path_, std::strerror(errno));
     SY_CHECK(::fstat(file.get(), &st) == 0 && S_ISREG(st.st_mode), InvalidModel,
              "{}: external data file '{}' is not a regular file", context, path_);
     fd_ = file.release();
@@ -157,8 +157,8 @@ ExternalRegion::ExternalRegion(const onnx::TensorProto& tensor, const std::strin
                context, path_, offset, length, file_size);
     }
     SY_CHECK(length == expected_bytes, InvalidModel,
-             "{}: external data file '{}' holds {} bytes at offset {}, expected {}", context,
-             path_, length, offset, expected_bytes);
+             "{}: external data file '{}' holds {} bytes at offset {}, expected {}", context, path_,
+             length, offset, expected_bytes);
     offset_ = offset;
   }
 }
@@ -173,9 +173,9 @@ void ExternalRegion::read_into(void* dst) const {
   while (done < bytes_) {
     ssize_t n = ::pread(fd_, out + done, bytes_ - done, static_cast<off_t>(offset_ + done));
     if (n < 0 && errno == EINTR) continue;
-    SY_CHECK(n > 0, InvalidModel,
-             "{}: external data file '{}': read {} of {} bytes at offset {}{}", context_, path_,
-             done, bytes_, offset_, n < 0 ? std::string(": ") + std::strerror(errno) : "");
+    SY_CHECK(n > 0, InvalidModel, "{}: external data file '{}': read {} of {} bytes at offset {}{}",
+             context_, path_, done, bytes_, offset_,
+             n < 0 ? std::string(": ") + std::strerror(errno) : "");
     done += static_cast<size_t>(n);
   }
 }

@@ -44,8 +44,8 @@ ir::Value* GraphEditor::add_floats(ir::Graph& graph, const std::string& base,
 }
 
 ir::Node* GraphEditor::add_node(ir::Graph& graph, const std::string& op_type,
-                                const std::string& name_base,
-                                const std::vector<ir::Value*>& inputs, size_t num_outputs) {
+                                const std::string& name_base, const std::vector<ir::Value*>& inputs,
+                                size_t num_outputs) {
   return graph.add_node(op_type, names_.claim(name_base), inputs,
                         std::vector<std::string>(num_outputs));
 }
@@ -92,8 +92,7 @@ DetachedNode GraphEditor::detach(ir::Node* node) {
     d.output_names.push_back(out->name());
     d.output_types.push_back(out->type());
   }
-  d.placeholder = add_node(*d.graph, "_Detached", d.name + "/_detached", {},
-                           d.output_names.size());
+  d.placeholder = add_node(*d.graph, "_Detached", d.name + "/_detached", {}, d.output_names.size());
   for (size_t i = 0; i < d.output_names.size(); ++i)
     redirect(node->output(i), d.placeholder->output(i));
   d.graph->remove_nodes_if([node](const ir::Node& n) { return &n == node; });

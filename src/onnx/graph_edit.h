@@ -50,8 +50,8 @@ class GraphEditor {
   ir::Value* add_int64s(ir::Graph& graph, const std::string& base,
                         const std::vector<int64_t>& values, bool scalar = false);
   /// Adds a 1-D float constant (a scalar when `scalar`) to `graph`, named after `base`.
-  ir::Value* add_floats(ir::Graph& graph, const std::string& base,
-                        const std::vector<float>& values, bool scalar = false);
+  ir::Value* add_floats(ir::Graph& graph, const std::string& base, const std::vector<float>& values,
+                        bool scalar = false);
   /// Adds a node named after `name_base` (made unique) with fresh output values.
   ir::Node* add_node(ir::Graph& graph, const std::string& op_type, const std::string& name_base,
                      const std::vector<ir::Value*>& inputs, size_t num_outputs = 1);

@@ -27,6 +27,9 @@ int recursion_limit_for(int max_subgraph_depth) {
   return std::max(1000, 4 * max_subgraph_depth + 64);
 }
 
+// Frees the raw bytes of a tensor that has been copied into the graph.
+void release_bytes(onnx::TensorProto& tensor) { std::string().swap(*tensor.mutable_raw_data()); }
+
 std::string normalise_domain(const std::string& domain) {
   return domain == "ai.onnx" ? std::string() : domain;
 }
@@ -38,22 +41,23 @@ class Importer {
         base_dir_(std::move(base_dir)),
         max_depth_(std::clamp(options.max_subgraph_depth, 0, kHardestSubgraphDepth)) {}
 
-  /// Builds the main graph (and, recursively, every subgraph) from its GraphProto.
-  void build_graph(const onnx::GraphProto& proto, ir::Graph& graph, const std::string& prefix);
+  /// Builds the main graph (and, recursively, every subgraph) from its GraphProto. Tensor
+  /// bytes are released from `proto` once copied, so a model is not held twice in memory.
+  void build_graph(onnx::GraphProto& proto, ir::Graph& graph, const std::string& prefix);
 
  private:
   std::string where(const ir::Graph& graph) const {
     return graph.parent() ? fmt::format(" of graph '{}'", graph.name()) : std::string();
   }
-  void add_initializers(const onnx::GraphProto& proto, ir::Graph& graph,
+  void add_initializers(onnx::GraphProto& proto, ir::Graph& graph,
                         std::unordered_set<std::string>& names);
   ir::Node* add_node_shell(const onnx::NodeProto& proto, int index, ir::Graph& graph,
                            const std::string& prefix);
   void check_domain(const onnx::NodeProto& proto, const ir::Node& node) const;
   void wire_inputs(const onnx::NodeProto& proto, ir::Node& node, ir::Graph& graph) const;
-  ir::Attribute convert_attribute(const onnx::AttributeProto& proto, const ir::Node& node,
+  ir::Attribute convert_attribute(onnx::AttributeProto& proto, const ir::Node& node,
                                   ir::Graph& graph);
-  std::shared_ptr<ir::Graph> build_subgraph(const onnx::GraphProto& proto, const ir::Node& node,
+  std::shared_ptr<ir::Graph> build_subgraph(onnx::GraphProto& proto, const ir::Node& node,
                                             const std::string& label, ir::Graph& graph);
   void apply_declared_type(ir::Graph& graph, const onnx::ValueInfoProto& info,
                            const std::string& label) const;
@@ -64,11 +68,10 @@ class Importer {
   detail::NodeNames names_;
 };
 
-void Importer::build_graph(const onnx::GraphProto& proto, ir::Graph& graph,
-                           const std::string& prefix) {
+void Importer::build_graph(onnx::GraphProto& proto, ir::Graph& graph, const std::string& prefix) {
   for (const auto& sparse : proto.sparse_initializer()) {
-    SY_THROW(Unsupported, "sparse initializer '{}'{} is not supported",
-             sparse.values().name(), where(graph));
+    SY_THROW(Unsupported, "sparse initializer '{}'{} is not supported", sparse.values().name(),
+             where(graph));
   }
   std::unordered_set<std::string> initializer_names;
   add_initializers(proto, graph, initializer_names);
@@ -89,7 +92,7 @@ void Importer::build_graph(const onnx::GraphProto& proto, ir::Graph& graph,
     nodes.push_back(add_node_shell(proto.node(i), i, graph, prefix));
   for (int i = 0; i < proto.node_size(); ++i) {
     ir::Node* node = nodes[static_cast<size_t>(i)];
-    for (const auto& attr : proto.node(i).attribute())
+    for (auto& attr : *proto.mutable_node(i)->mutable_attribute())
       node->set_attribute(convert_attribute(attr, *node, graph));
   }
   for (int i = 0; i < proto.node_size(); ++i)
@@ -105,17 +108,17 @@ void Importer::build_graph(const onnx::GraphProto& proto, ir::Graph& graph,
     apply_declared_type(graph, output, fmt::format("output '{}'{}", output.name(), where(graph)));
   }
   for (const auto& info : proto.value_info()) {
-    apply_declared_type(graph, info,
-                        fmt::format("value_info '{}'{}", info.name(), where(graph)));
+    apply_declared_type(graph, info, fmt::format("value_info '{}'{}", info.name(), where(graph)));
   }
 }
 
-void Importer::add_initializers(const onnx::GraphProto& proto, ir::Graph& graph,
+void Importer::add_initializers(onnx::GraphProto& proto, ir::Graph& graph,
                                 std::unordered_set<std::string>& names) {
-  for (const auto& init : proto.initializer()) {
+  for (auto& init : *proto.mutable_initializer()) {
     std::string label = fmt::format("initializer '{}'{}", init.name(), where(graph));
     SY_CHECK(!init.name().empty(), InvalidModel, "an initializer{} has no name", where(graph));
     ir::Tensor data = detail::tensor_from_proto(init, base_dir_, label);
+    release_bytes(init);
     with_context(label, [&] { return graph.add_constant(init.name(), std::move(data)); });
     names.insert(init.name());
   }
@@ -123,8 +126,8 @@ void Importer::add_initializers(const onnx::GraphProto& proto, ir::Graph& graph,
 
 ir::Node* Importer::add_node_shell(const onnx::NodeProto& proto, int index, ir::Graph& graph,
                                    const std::string& prefix) {
-  std::string base = proto.name().empty() ? fmt::format("{}_{}", proto.op_type(), index)
-                                          : proto.name();
+  std::string base =
+      proto.name().empty() ? fmt::format("{}_{}", proto.op_type(), index) : proto.name();
   std::string name = names_.claim(prefix + base);
   SY_CHECK(!proto.op_type().empty(), InvalidModel, "node '{}'{} has no op_type", name,
            where(graph));
@@ -152,8 +155,7 @@ void Importer::check_domain(const onnx::NodeProto& proto, const ir::Node& node) 
            node.describe(), domain);
 }
 
-void Importer::wire_inputs(const onnx::NodeProto& proto, ir::Node& node,
-                           ir::Graph& graph) const {
+void Importer::wire_inputs(const onnx::NodeProto& proto, ir::Node& node, ir::Graph& graph) const {
   for (int i = 0; i < proto.input_size(); ++i) {
     const std::string& name = proto.input(i);
     if (name.empty()) {
@@ -172,23 +174,37 @@ ir::Attribute::Kind attribute_kind(const onnx::AttributeProto& a, const std::str
   using K = ir::Attribute::Kind;
   using P = onnx::AttributeProto;
   switch (a.type()) {
-    case P::FLOAT: return K::Float;
-    case P::INT: return K::Int;
-    case P::STRING: return K::String;
-    case P::TENSOR: return K::Tensor;
-    case P::GRAPH: return K::Graph;
-    case P::TYPE_PROTO: return K::TypeProto;
-    case P::FLOATS: return K::Floats;
-    case P::INTS: return K::Ints;
-    case P::STRINGS: return K::Strings;
-    case P::TENSORS: return K::Tensors;
-    case P::GRAPHS: return K::Graphs;
-    case P::TYPE_PROTOS: return K::TypeProtos;
+    case P::FLOAT:
+      return K::Float;
+    case P::INT:
+      return K::Int;
+    case P::STRING:
+      return K::String;
+    case P::TENSOR:
+      return K::Tensor;
+    case P::GRAPH:
+      return K::Graph;
+    case P::TYPE_PROTO:
+      return K::TypeProto;
+    case P::FLOATS:
+      return K::Floats;
+    case P::INTS:
+      return K::Ints;
+    case P::STRINGS:
+      return K::Strings;
+    case P::TENSORS:
+      return K::Tensors;
+    case P::GRAPHS:
+      return K::Graphs;
+    case P::TYPE_PROTOS:
+      return K::TypeProtos;
     case P::SPARSE_TENSOR:
     case P::SPARSE_TENSORS:
       SY_THROW(Unsupported, "{}: sparse tensor attributes are not supported", label);
-    case P::UNDEFINED: break;
-    default: SY_THROW(InvalidModel, "{}: unknown attribute type {}", label, int(a.type()));
+    case P::UNDEFINED:
+      break;
+    default:
+      SY_THROW(InvalidModel, "{}: unknown attribute type {}", label, int(a.type()));
   }
   // Files written before IR version 2 carry no type: infer it from the field that is set.
   if (a.has_f()) return K::Float;
@@ -206,8 +222,8 @@ ir::Attribute::Kind attribute_kind(const onnx::AttributeProto& a, const std::str
   SY_THROW(InvalidModel, "{}: has no type and no value", label);
 }
 
-ir::Attribute Importer::convert_attribute(const onnx::AttributeProto& proto,
-                                          const ir::Node& node, ir::Graph& graph) {
+ir::Attribute Importer::convert_attribute(onnx::AttributeProto& proto, const ir::Node& node,
+                                          ir::Graph& graph) {
   using K = ir::Attribute::Kind;
   std::string label = fmt::format("{}: attribute '{}'", node.describe(), proto.name());
   SY_CHECK(!proto.name().empty(), InvalidModel, "{}: an attribute has no name", node.describe());
@@ -218,15 +234,34 @@ ir::Attribute Importer::convert_attribute(const onnx::AttributeProto& proto,
   a.name = proto.name();
   a.kind = attribute_kind(proto, label);
   switch (a.kind) {
-    case K::Float: a.f = proto.f(); break;
-    case K::Int: a.i = proto.i(); break;
-    case K::String: a.s = proto.s(); break;
-    case K::Tensor: a.t = detail::tensor_from_proto(proto.t(), base_dir_, label); break;
-    case K::Graph: a.g = build_subgraph(proto.g(), node, a.name, graph); break;
-    case K::TypeProto: a.tp = detail::type_from_proto(proto.tp(), label); break;
-    case K::Floats: a.floats.assign(proto.floats().begin(), proto.floats().end()); break;
-    case K::Ints: a.ints.assign(proto.ints().begin(), proto.ints().end()); break;
-    case K::Strings: a.strings.assign(proto.strings().begin(), proto.strings().end()); break;
+    case K::Float:
+      a.f = proto.f();
+      break;
+    case K::Int:
+      a.i = proto.i();
+      break;
+    case K::String:
+      a.s = proto.s();
+      break;
+    case K::Tensor:
+      a.t = detail::tensor_from_proto(proto.t(), base_dir_, label);
+      release_bytes(*proto.mutable_t());
+      break;
+    case K::Graph:
+      a.g = build_subgraph(*proto.mutable_g(), node, a.name, graph);
+      break;
+    case K::TypeProto:
+      a.tp = detail::type_from_proto(proto.tp(), label);
+      break;
+    case K::Floats:
+      a.floats.assign(proto.floats().begin(), proto.floats().end());
+      break;
+    case K::Ints:
+      a.ints.assign(proto.ints().begin(), proto.ints().end());
+      break;
+    case K::Strings:
+      a.strings.assign(proto.strings().begin(), proto.strings().end());
+      break;
     case K::Tensors:
       for (int i = 0; i < proto.tensors_size(); ++i) {
         a.tensors.push_back(detail::tensor_from_proto(proto.tensors(i), base_dir_,
@@ -235,8 +270,8 @@ ir::Attribute Importer::convert_attribute(const onnx::AttributeProto& proto,
       break;
     case K::Graphs:
       for (int i = 0; i < proto.graphs_size(); ++i) {
-        a.graphs.push_back(
-            build_subgraph(proto.graphs(i), node, fmt::format("{}[{}]", a.name, i), graph));
+        a.graphs.push_back(build_subgraph(*proto.mutable_graphs(i), node,
+                                          fmt::format("{}[{}]", a.name, i), graph));
       }
       break;
     case K::TypeProtos:
@@ -249,12 +284,11 @@ ir::Attribute Importer::convert_attribute(const onnx::AttributeProto& proto,
   return a;
 }
 
-std::shared_ptr<ir::Graph> Importer::build_subgraph(const onnx::GraphProto& proto,
-                                                    const ir::Node& node,
+std::shared_ptr<ir::Graph> Importer::build_subgraph(onnx::GraphProto& proto, const ir::Node& node,
                                                     const std::string& label, ir::Graph& graph) {
   SY_CHECK(graph.depth() < max_depth_, InvalidModel,
-           "{}: attribute '{}': subgraphs nest deeper than the limit of {} levels",
-           node.describe(), label, max_depth_);
+           "{}: attribute '{}': subgraphs nest deeper than the limit of {} levels", node.describe(),
+           label, max_depth_);
   auto sub = std::make_shared<ir::Graph>(fmt::format("{}/{}", node.name(), label), &graph);
   build_graph(proto, *sub, node.name() + "/");
   return sub;
@@ -284,8 +318,7 @@ std::optional<int64_t> read_opsets(const onnx::ModelProto& model, ModelInfo& inf
   SY_CHECK(it->second >= 1, InvalidModel, "imports default opset {}, which does not exist",
            it->second);
   SY_CHECK(it->second <= kLatestOpset, Unsupported,
-           "imports default opset {}; this build knows opsets up to {}", it->second,
-           kLatestOpset);
+           "imports default opset {}; this build knows opsets up to {}", it->second, kLatestOpset);
   return it->second;
 }
 
@@ -306,9 +339,18 @@ void sort_recursively(ir::Graph& graph) {
   graph.sort_topologically();
 }
 
-std::unique_ptr<ir::Graph> import_parsed(const onnx::ModelProto& model,
-                                         const std::string& base_dir, ModelInfo* info_out,
-                                         const ImportOptions& options) {
+// Parses a serialized ModelProto; throws InvalidModel (the caller adds the model's name).
+void parse_model(onnx::ModelProto& model, const void* data, size_t size,
+                 const ImportOptions& options) {
+  int limit = recursion_limit_for(std::clamp(options.max_subgraph_depth, 0, kHardestSubgraphDepth));
+  SY_CHECK(detail::parse_proto(model, data, size, limit), InvalidModel,
+           "not a valid ONNX model: the protobuf data is truncated, corrupt, larger than 2 GiB, "
+           "or nested more than {} levels deep",
+           limit);
+}
+
+std::unique_ptr<ir::Graph> import_parsed(onnx::ModelProto& model, const std::string& base_dir,
+                                         ModelInfo* info_out, const ImportOptions& options) {
   SY_CHECK(model.has_graph(), InvalidModel, "has no graph (not an ONNX model?)");
   ModelInfo info;
   info.ir_version = model.ir_version();
@@ -316,7 +358,7 @@ std::unique_ptr<ir::Graph> import_parsed(const onnx::ModelProto& model,
   if (!model.producer_version().empty()) info.producer += " " + model.producer_version();
   std::optional<int64_t> opset = read_opsets(model, info);
 
-  const onnx::GraphProto& main = model.graph();
+  onnx::GraphProto& main = *model.mutable_graph();
   auto graph = std::make_unique<ir::Graph>(main.name().empty() ? "main" : main.name());
   Importer importer(model, base_dir, options);
   importer.build_graph(main, *graph, "");
@@ -331,21 +373,13 @@ std::unique_ptr<ir::Graph> import_parsed(const onnx::ModelProto& model,
   return graph;
 }
 
-}  // namespace
-
-std::unique_ptr<ir::Graph> import_model_from_bytes(const void* data, size_t size,
-                                                   const std::string& base_dir,
-                                                   const std::string& what, ModelInfo* info,
-                                                   const ImportOptions& options) {
+// Runs `body`, putting "model '<what>': " in front of every error and turning the few
+// non-switchyard exceptions into Errors.
+template <typename F>
+std::unique_ptr<ir::Graph> naming_the_model(const std::string& what, F&& body) {
   std::string label = fmt::format("model '{}'", what);
   try {
-    int depth = std::clamp(options.max_subgraph_depth, 0, kHardestSubgraphDepth);
-    onnx::ModelProto model;
-    SY_CHECK(detail::parse_proto(model, data, size, recursion_limit_for(depth)), InvalidModel,
-             "not a valid ONNX model: the protobuf data is truncated, corrupt, larger than "
-             "2 GiB, or nested more than {} levels deep",
-             recursion_limit_for(depth));
-    return import_parsed(model, base_dir, info, options);
+    return body();
   } catch (const Error& e) {
     throw Error(e.code(), label + ": " + e.message());
   } catch (const std::bad_alloc&) {
@@ -355,11 +389,28 @@ std::unique_ptr<ir::Graph> import_model_from_bytes(const void* data, size_t size
   }
 }
 
+}  // namespace
+
+std::unique_ptr<ir::Graph> import_model_from_bytes(const void* data, size_t size,
+                                                   const std::string& base_dir,
+                                                   const std::string& what, ModelInfo* info,
+                                                   const ImportOptions& options) {
+  return naming_the_model(what, [&] {
+    onnx::ModelProto model;
+    parse_model(model, data, size, options);
+    return import_parsed(model, base_dir, info, options);
+  });
+}
+
 std::unique_ptr<ir::Graph> import_model(const std::string& path, ModelInfo* info,
                                         const ImportOptions& options) {
   std::string bytes = detail::read_file(path, fmt::format("model '{}'", path));
-  return import_model_from_bytes(bytes.data(), bytes.size(), detail::parent_folder(path), path,
-                                 info, options);
+  return naming_the_model(path, [&] {
+    onnx::ModelProto model;
+    parse_model(model, bytes.data(), bytes.size(), options);
+    std::string().swap(bytes);  // the parsed model holds its own copy
+    return import_parsed(model, detail::parent_folder(path), info, options);
+  });
 }
 
 }  // namespace switchyard::onnx_import

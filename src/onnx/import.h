@@ -12,6 +12,7 @@
 #include "ir/graph.h"
 #include "ir/tensor.h"
 #include "ir/type.h"
+#include "switchyard/error.hpp"
 
 namespace switchyard::onnx_import {
 

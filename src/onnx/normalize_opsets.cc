@@ -23,11 +23,18 @@ ir::Value* scalar_like(RuleContext& context, ir::Node& node, ir::Value* like, do
   if (dtype && ir::dtype_is_float(*dtype)) {
     ir::Tensor t(*dtype, {});
     switch (*dtype) {
-      case ir::DType::Float32: *t.data<float>() = static_cast<float>(value); break;
-      case ir::DType::Float64: *t.data<double>() = value; break;
-      case ir::DType::Float16: *t.data<ir::Float16>() = ir::Float16(static_cast<float>(value));
+      case ir::DType::Float32:
+        *t.data<float>() = static_cast<float>(value);
         break;
-      default: *t.data<ir::BFloat16>() = ir::BFloat16(static_cast<float>(value)); break;
+      case ir::DType::Float64:
+        *t.data<double>() = value;
+        break;
+      case ir::DType::Float16:
+        *t.data<ir::Float16>() = ir::Float16(static_cast<float>(value));
+        break;
+      default:
+        *t.data<ir::BFloat16>() = ir::BFloat16(static_cast<float>(value));
+        break;
     }
     return graph.add_constant(graph.unique_value_name(base), std::move(t));
   }
@@ -41,8 +48,8 @@ ir::Value* scalar_like(RuleContext& context, ir::Node& node, ir::Value* like, do
 
 namespace {
 
-using detail::RuleContext;
 using detail::known_rank;
+using detail::RuleContext;
 using detail::set_input_at;
 
 // Moves the ints attribute `attr` to input `index` as a 1-D int64 constant. An empty list is
@@ -51,8 +58,8 @@ void ints_attr_to_input(RuleContext& c, ir::Node& n, const std::string& attr, si
   if (!n.has_attribute(attr)) return;
   std::vector<int64_t> values = n.attr_ints(attr);
   n.remove_attribute(attr);
-  SY_CHECK(n.input(index) == nullptr, InvalidModel,
-           "{}: has both the '{}' attribute and input {}", n.describe(), attr, index);
+  SY_CHECK(n.input(index) == nullptr, InvalidModel, "{}: has both the '{}' attribute and input {}",
+           n.describe(), attr, index);
   if (values.empty()) return;
   set_input_at(n, index, c.edit.add_int64s(*n.owner(), n.name() + "_" + attr, values));
 }
@@ -75,8 +82,8 @@ void reshape_shape_to_input(RuleContext& c, ir::Node*& n) {
 }
 
 void slice_attrs_to_inputs(RuleContext& c, ir::Node*& n) {
-  SY_CHECK(n->num_inputs() <= 1, InvalidModel,
-           "{}: Slice before opset 10 takes one input, got {}", n->describe(), n->num_inputs());
+  SY_CHECK(n->num_inputs() <= 1, InvalidModel, "{}: Slice before opset 10 takes one input, got {}",
+           n->describe(), n->num_inputs());
   std::vector<int64_t> starts = n->attr_ints("starts");
   std::vector<int64_t> ends = n->attr_ints("ends");
   SY_CHECK(starts.size() == ends.size(), InvalidModel,
@@ -136,14 +143,22 @@ void cast_to_from_string(RuleContext&, ir::Node*& n) {
   const ir::Attribute* to = n->find_attribute("to");
   if (!to || to->kind != ir::Attribute::Kind::String) return;
   static constexpr std::pair<std::string_view, ir::DType> kNames[] = {
-      {"FLOAT", ir::DType::Float32},   {"UINT8", ir::DType::UInt8},
-      {"INT8", ir::DType::Int8},       {"UINT16", ir::DType::UInt16},
-      {"INT16", ir::DType::Int16},     {"INT32", ir::DType::Int32},
-      {"INT64", ir::DType::Int64},     {"STRING", ir::DType::String},
-      {"BOOL", ir::DType::Bool},       {"FLOAT16", ir::DType::Float16},
-      {"DOUBLE", ir::DType::Float64},  {"UINT32", ir::DType::UInt32},
-      {"UINT64", ir::DType::UInt64},   {"COMPLEX64", ir::DType::Complex64},
-      {"COMPLEX128", ir::DType::Complex128}, {"BFLOAT16", ir::DType::BFloat16},
+      {"FLOAT", ir::DType::Float32},
+      {"UINT8", ir::DType::UInt8},
+      {"INT8", ir::DType::Int8},
+      {"UINT16", ir::DType::UInt16},
+      {"INT16", ir::DType::Int16},
+      {"INT32", ir::DType::Int32},
+      {"INT64", ir::DType::Int64},
+      {"STRING", ir::DType::String},
+      {"BOOL", ir::DType::Bool},
+      {"FLOAT16", ir::DType::Float16},
+      {"DOUBLE", ir::DType::Float64},
+      {"UINT32", ir::DType::UInt32},
+      {"UINT64", ir::DType::UInt64},
+      {"COMPLEX64", ir::DType::Complex64},
+      {"COMPLEX128", ir::DType::Complex128},
+      {"BFLOAT16", ir::DType::BFloat16},
   };
   std::string name = to->s;
   std::transform(name.begin(), name.end(), name.begin(),
@@ -203,8 +218,8 @@ void grid_sample_mode_names(RuleContext&, ir::Node*& n) {
 void constant_value_forms(RuleContext&, ir::Node*& n) {
   using K = ir::Attribute::Kind;
   static constexpr std::pair<std::string_view, K> kForms[] = {
-      {"value_float", K::Float},   {"value_floats", K::Floats},   {"value_int", K::Int},
-      {"value_ints", K::Ints},     {"value_string", K::String},   {"value_strings", K::Strings},
+      {"value_float", K::Float}, {"value_floats", K::Floats}, {"value_int", K::Int},
+      {"value_ints", K::Ints},   {"value_string", K::String}, {"value_strings", K::Strings},
   };
   for (const auto& [name, kind] : kForms) {
     const ir::Attribute* a = n->find_attribute(std::string(name));
@@ -245,12 +260,6 @@ void constant_value_forms(RuleContext&, ir::Node*& n) {
   }
 }
 
-void refuse_scan_8(RuleContext&, ir::Node*& n) {
-  SY_THROW(Unsupported,
-           "{}: Scan before opset 9 (batched, with a sequence_lens input) is not supported",
-           n->describe());
-}
-
 void refuse_tile_1(RuleContext&, ir::Node*& n) {
   SY_THROW(Unsupported,
            "{}: Tile before opset 6 (separate 'tiles' and 'axis' inputs) is not supported",
@@ -280,6 +289,7 @@ constexpr Rule kRules[] = {
     {"Equal", 7, detail::rewrite_legacy_broadcast, "broadcast/axis attrs → numpy broadcasting"},
     {"Greater", 7, detail::rewrite_legacy_broadcast, "broadcast/axis attrs → numpy broadcast"},
     {"Less", 7, detail::rewrite_legacy_broadcast, "broadcast/axis attrs → numpy broadcasting"},
+    {"PRelu", 7, detail::rewrite_legacy_prelu, "1-D slope applied per channel (axis 1)"},
     {"Gemm", 7, drop_broadcast, "broadcast attr dropped (C broadcasts unidirectionally)"},
     {"Concat", 4, concat_default_axis, "axis was optional with default 1"},
     {"Reshape", 5, reshape_shape_to_input, "shape attr → input 1"},
@@ -290,9 +300,10 @@ constexpr Rule kRules[] = {
     {"LSTM", 7, drop_output_sequence, "output_sequence attr dropped"},
     {"GRU", 7, drop_output_sequence, "output_sequence attr dropped"},
     {"RNN", 7, drop_output_sequence, "output_sequence attr dropped"},
-    {"Scan", 9, refuse_scan_8, "batched Scan-8 with sequence_lens → refused"},
+    {"Scan", 9, detail::rewrite_scan_8,
+     "batched Scan-8 → Loop over the batch of Scan-9 on one element; sequence_lens refused"},
     {"BatchNormalization", 14, batch_norm_legacy,
-     "<9: spatial/is_test dropped; <14: extra outputs (or is_test=0) → training_mode=1"},
+     "<9: spatial/is_test dropped; <14: extra outputs (unless is_test=1) → training_mode=1"},
     {"Slice", 10, slice_attrs_to_inputs, "starts/ends/axes attrs → inputs 1-3"},
     {"TopK", 10, topk_k_to_input, "k attr → input 1"},
     {"Pad", 11, pad_attrs_to_inputs, "pads (Pad-1: paddings)/value attrs → inputs 1-2"},

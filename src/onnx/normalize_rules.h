@@ -27,11 +27,13 @@ ir::Value* scalar_like(RuleContext& context, ir::Node& node, ir::Value* like, do
 
 // Rules that add or replace nodes (legacy_rewrites.cc).
 void rewrite_legacy_broadcast(RuleContext& context, ir::Node*& node);
+void rewrite_legacy_prelu(RuleContext& context, ir::Node*& node);
 void rewrite_legacy_softmax(RuleContext& context, ir::Node*& node);
 void rewrite_upsample(RuleContext& context, ir::Node*& node);
 void rewrite_resize_10(RuleContext& context, ir::Node*& node);
 void rewrite_scatter(RuleContext& context, ir::Node*& node);
 void rewrite_dropout(RuleContext& context, ir::Node*& node);
 void rewrite_group_norm_per_group(RuleContext& context, ir::Node*& node);
+void rewrite_scan_8(RuleContext& context, ir::Node*& node);
 
 }  // namespace switchyard::onnx_import::detail

@@ -18,7 +18,7 @@ namespace {
 // The deepest sequence/optional nesting accepted in a TypeProto.
 constexpr int kMaxTypeNesting = 32;
 
-// Copies `count` typed-field values into the tensor, converting each with `convert`.
+// Copies every value of a typed field into the tensor, converting each with `convert`.
 template <typename T, typename Field, typename Convert>
 void copy_field(ir::Tensor& out, const Field& field, Convert convert) {
   T* dst = out.data<T>();
@@ -34,13 +34,19 @@ struct TypedField {
 TypedField typed_field_of(const onnx::TensorProto& t, ir::DType dtype) {
   using ir::DType;
   switch (dtype) {
-    case DType::Float32: return {"float_data", t.float_data_size()};
-    case DType::Float64: return {"double_data", t.double_data_size()};
-    case DType::Int64: return {"int64_data", t.int64_data_size()};
+    case DType::Float32:
+      return {"float_data", t.float_data_size()};
+    case DType::Float64:
+      return {"double_data", t.double_data_size()};
+    case DType::Int64:
+      return {"int64_data", t.int64_data_size()};
     case DType::UInt32:
-    case DType::UInt64: return {"uint64_data", t.uint64_data_size()};
-    case DType::String: return {"string_data", t.string_data_size()};
-    default: return {"int32_data", t.int32_data_size()};
+    case DType::UInt64:
+      return {"uint64_data", t.uint64_data_size()};
+    case DType::String:
+      return {"string_data", t.string_data_size()};
+    default:
+      return {"int32_data", t.int32_data_size()};
   }
 }
 
@@ -48,7 +54,9 @@ void fill_from_typed_field(ir::Tensor& out, const onnx::TensorProto& t) {
   using ir::DType;
   auto narrow16 = [](int32_t v) { return static_cast<uint16_t>(static_cast<uint32_t>(v)); };
   switch (out.dtype()) {
-    case DType::Float32: copy_field<float>(out, t.float_data(), [](float v) { return v; }); break;
+    case DType::Float32:
+      copy_field<float>(out, t.float_data(), [](float v) { return v; });
+      break;
     case DType::Float64:
       copy_field<double>(out, t.double_data(), [](double v) { return v; });
       break;
@@ -70,7 +78,10 @@ void fill_from_typed_field(ir::Tensor& out, const onnx::TensorProto& t) {
     case DType::Int8:
       copy_field<int8_t>(out, t.int32_data(), [](int32_t v) { return int8_t(v); });
       break;
+    // Half-precision values travel as their 16 bits in the low half of an int32.
     case DType::UInt16:
+    case DType::Float16:
+    case DType::BFloat16:
       copy_field<uint16_t>(out, t.int32_data(), narrow16);
       break;
     case DType::UInt8:
@@ -79,28 +90,22 @@ void fill_from_typed_field(ir::Tensor& out, const onnx::TensorProto& t) {
     case DType::Bool:
       copy_field<bool>(out, t.int32_data(), [](int32_t v) { return v != 0; });
       break;
-    // Half-precision values travel as their 16 bits in the low half of an int32.
-    case DType::Float16:
-      copy_field<uint16_t>(out, t.int32_data(), narrow16);
-      break;
-    case DType::BFloat16:
-      copy_field<uint16_t>(out, t.int32_data(), narrow16);
-      break;
     case DType::String:
       copy_field<std::string>(out, t.string_data(), [](const std::string& v) { return v; });
       break;
-    default: SY_ASSERT(false);
+    default:
+      SY_ASSERT(false);
   }
 }
 
 ir::Type type_from_proto_at(const onnx::TypeProto& type, const std::string& context, int depth) {
-  SY_CHECK(depth <= kMaxTypeNesting, InvalidModel, "{}: type nests more than {} levels",
-           context, kMaxTypeNesting);
+  SY_CHECK(depth <= kMaxTypeNesting, InvalidModel, "{}: type nests more than {} levels", context,
+           kMaxTypeNesting);
   switch (type.value_case()) {
     case onnx::TypeProto::kTensorType: {
       const auto& tt = type.tensor_type();
-      ir::DType dtype = tt.elem_type() == 0 ? ir::DType::Undefined
-                                            : dtype_from_proto(tt.elem_type(), context);
+      ir::DType dtype =
+          tt.elem_type() == 0 ? ir::DType::Undefined : dtype_from_proto(tt.elem_type(), context);
       if (!tt.has_shape()) return ir::Type::tensor(dtype);
       ir::Shape shape;
       for (const auto& d : tt.shape().dim()) {
@@ -129,7 +134,8 @@ ir::Type type_from_proto_at(const onnx::TypeProto& type, const std::string& cont
       SY_THROW(Unsupported, "{}: map types (ONNX-ML) are not supported", context);
     case onnx::TypeProto::kSparseTensorType:
       SY_THROW(Unsupported, "{}: sparse tensor types are not supported", context);
-    default: return ir::Type{};
+    default:
+      return ir::Type{};
   }
 }
 
@@ -137,8 +143,8 @@ ir::Type type_from_proto_at(const onnx::TypeProto& type, const std::string& cont
 
 ir::DType dtype_from_proto(int32_t data_type, const std::string& context) {
   SY_CHECK(data_type >= 1 && data_type <= static_cast<int32_t>(ir::DType::BFloat16), Unsupported,
-           "{}: data type {} is not supported (newer than ONNX 1.12's types, or invalid)",
-           context, data_type);
+           "{}: data type {} is not supported (newer than ONNX 1.12's types, or invalid)", context,
+           data_type);
   return static_cast<ir::DType>(data_type);
 }
 
@@ -180,9 +186,8 @@ ir::Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& base
   }
 
   TypedField field = typed_field_of(t, dtype);
-  SY_CHECK(field.count == numel, InvalidModel,
-           "{}: {} has {} values, expected {} ({} of shape {})", context, field.name, field.count,
-           numel, ir::dtype_name(dtype), shape_text);
+  SY_CHECK(field.count == numel, InvalidModel, "{}: {} has {} values, expected {} ({} of shape {})",
+           context, field.name, field.count, numel, ir::dtype_name(dtype), shape_text);
   ir::Tensor out(dtype, std::move(dims));
   fill_from_typed_field(out, t);
   return out;

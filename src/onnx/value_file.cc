@@ -77,10 +77,9 @@ std::string file_label(const std::string& path) { return fmt::format("file '{}'"
 ir::Datum sequence_to_datum(const onnx::SequenceProto& seq, const ir::Type& expected,
                             const std::string& folder, const std::string& label) {
   SY_CHECK(seq.elem_type() == onnx::SequenceProto::TENSOR ||
-               (seq.elem_type() == onnx::SequenceProto::UNDEFINED &&
-                seq.tensor_values_size() == 0),
-           Unsupported, "{}: sequences of element kind {} are not supported (only tensors)",
-           label, static_cast<int>(seq.elem_type()));
+               (seq.elem_type() == onnx::SequenceProto::UNDEFINED && seq.tensor_values_size() == 0),
+           Unsupported, "{}: sequences of element kind {} are not supported (only tensors)", label,
+           static_cast<int>(seq.elem_type()));
   std::vector<ir::Tensor> items;
   items.reserve(static_cast<size_t>(seq.tensor_values_size()));
   for (int i = 0; i < seq.tensor_values_size(); ++i) {
@@ -92,9 +91,8 @@ ir::Datum sequence_to_datum(const onnx::SequenceProto& seq, const ir::Type& expe
     dtype = expected.element->dtype;
   if (dtype == ir::DType::Undefined && !items.empty()) dtype = items.front().dtype();
   for (size_t i = 0; i < items.size(); ++i) {
-    SY_CHECK(items[i].dtype() == dtype, InvalidModel,
-             "{}: sequence item {} is {}, expected {}", label, i,
-             ir::dtype_name(items[i].dtype()), ir::dtype_name(dtype));
+    SY_CHECK(items[i].dtype() == dtype, InvalidModel, "{}: sequence item {} is {}, expected {}",
+             label, i, ir::dtype_name(items[i].dtype()), ir::dtype_name(dtype));
   }
   return ir::Datum::make_sequence(dtype, std::move(items));
 }
@@ -125,11 +123,11 @@ ir::Datum read_value_file(const std::string& path, const ir::Type& expected) {
   }
   onnx::OptionalProto opt;
   SY_CHECK(detail::parse_proto(opt, bytes.data(), bytes.size(), kValueFileRecursionLimit),
-           InvalidModel, "{}: not a valid serialized OptionalProto (truncated or corrupt)",
-           label);
+           InvalidModel, "{}: not a valid serialized OptionalProto (truncated or corrupt)", label);
   ir::Type inner = expected.element ? *expected.element : ir::Type{};
   switch (opt.elem_type()) {
-    case onnx::OptionalProto::UNDEFINED: return ir::Datum{};
+    case onnx::OptionalProto::UNDEFINED:
+      return ir::Datum{};
     case onnx::OptionalProto::TENSOR:
       if (!opt.has_tensor_value()) return ir::Datum{};
       return detail::tensor_from_proto(opt.tensor_value(), folder,

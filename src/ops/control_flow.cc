@@ -93,7 +93,9 @@ std::vector<ir::Type> infer_stateful_body(const InferContext& ctx, ir::Graph& bo
         ctx.fail("state value {} enters body '{}' as {} but the body returns {}", k, body.name(),
                  entered.to_string(), returned.to_string());
       auto next = unite_types(states[k], *both);
-      SY_ASSERT(next.has_value());
+      if (!next)
+        ctx.fail("state value {} starts as {} but enters body '{}' as {}", k, states[k].to_string(),
+                 body.name(), both->to_string());
       if (!same_type(*next, states[k])) {
         states[k] = std::move(*next);
         stable = false;
@@ -153,16 +155,14 @@ void infer_loop(InferContext& ctx) {
 
   std::vector<ir::Type> initial;
   for (size_t k = 0; k < num_states; ++k) initial.push_back(ctx.input_type(2 + k));
-  std::vector<ir::Type> states =
-      infer_stateful_body(ctx, body, initial, 2, 1, [&] {
-        bind_body_input(ctx, body, 0, ir::Type::tensor(ir::DType::Int64, ir::Shape{}));
-        bind_body_input(ctx, body, 1, ir::Type::tensor(ir::DType::Bool, ir::Shape{}));
-      });
+  std::vector<ir::Type> states = infer_stateful_body(ctx, body, initial, 2, 1, [&] {
+    bind_body_input(ctx, body, 0, ir::Type::tensor(ir::DType::Int64, ir::Shape{}));
+    bind_body_input(ctx, body, 1, ir::Type::tensor(ir::DType::Bool, ir::Shape{}));
+  });
 
   const ir::Type& cond_out = body.outputs()[0]->type();
-  if (!cond_out.is_unknown() &&
-      !(cond_out.is_tensor() && (cond_out.dtype == ir::DType::Bool ||
-                                 cond_out.dtype == ir::DType::Undefined)))
+  if (!cond_out.is_unknown() && !(cond_out.is_tensor() && (cond_out.dtype == ir::DType::Bool ||
+                                                           cond_out.dtype == ir::DType::Undefined)))
     ctx.fail("body '{}' output 0 (the condition) must be a bool tensor, got {}", body.name(),
              cond_out.to_string());
   for (size_t k = 0; k < num_states; ++k)
@@ -190,8 +190,7 @@ std::vector<int64_t> scan_axes_attr(const InferContext& ctx, const char* name, s
   return v;
 }
 
-void check_directions(const InferContext& ctx, const char* name,
-                      const std::vector<int64_t>& dirs) {
+void check_directions(const InferContext& ctx, const char* name, const std::vector<int64_t>& dirs) {
   for (int64_t d : dirs)
     if (d != 0 && d != 1) ctx.fail("attribute '{}' entries must be 0 or 1, got {}", name, d);
 }

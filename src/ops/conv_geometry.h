@@ -44,7 +44,8 @@ inline int64_t window_output_size(int64_t in, int64_t k, int64_t s, int64_t d, A
       pad_end = total - pad_begin;
       return out;
     }
-    case AutoPad::NotSet: break;
+    case AutoPad::NotSet:
+      break;
   }
   int64_t span = in + pad_begin + pad_end - extent;
   if (span < 0) return 0;
@@ -67,8 +68,8 @@ inline ir::Dim window_output_dim(const ir::Dim& in, int64_t k, int64_t s, int64_
     return ir::Dim(window_output_size(in.value, k, s, d, mode, ceil_mode, pb, pe));
   }
   bool same = mode == AutoPad::SameUpper || mode == AutoPad::SameLower;
-  bool keeps = s == 1 && (same || (k == 1 && (mode == AutoPad::Valid ||
-                                              (pad_begin == 0 && pad_end == 0))));
+  bool keeps =
+      s == 1 && (same || (k == 1 && (mode == AutoPad::Valid || (pad_begin == 0 && pad_end == 0))));
   return keeps ? in : ir::Dim();
 }
 
@@ -90,13 +91,17 @@ inline WindowAttrs read_window_attrs(const ir::Node& node, std::vector<int64_t> 
   WindowAttrs a;
   size_t n = kernel.size();
   auto mode = parse_auto_pad(node.attr_string("auto_pad", "NOTSET"));
-  SY_CHECK(mode.has_value(), InvalidModel, "{}: auto_pad '{}' is not one of NOTSET, SAME_UPPER, "
-           "SAME_LOWER, VALID", node.describe(), node.attr_string("auto_pad", ""));
+  SY_CHECK(mode.has_value(), InvalidModel,
+           "{}: auto_pad '{}' is not one of NOTSET, SAME_UPPER, "
+           "SAME_LOWER, VALID",
+           node.describe(), node.attr_string("auto_pad", ""));
   a.auto_pad = *mode;
   if (node.has_attribute("kernel_shape")) {
     auto ks = node.attr_ints("kernel_shape");
-    SY_CHECK(ks == kernel, InvalidModel, "{}: kernel_shape {} does not match the weight's "
-             "spatial dims {}", node.describe(), ks, kernel);
+    SY_CHECK(ks == kernel, InvalidModel,
+             "{}: kernel_shape {} does not match the weight's "
+             "spatial dims {}",
+             node.describe(), ks, kernel);
   }
   for (int64_t k : kernel)
     SY_CHECK(k >= 1, InvalidModel, "{}: kernel dims must be >= 1, got {}", node.describe(), kernel);
@@ -111,8 +116,8 @@ inline WindowAttrs read_window_attrs(const ir::Node& node, std::vector<int64_t> 
   SY_CHECK(a.pads.size() == 2 * n, InvalidModel, "{}: pads has {} values, expected {}",
            node.describe(), a.pads.size(), 2 * n);
   for (size_t i = 0; i < n; ++i) {
-    SY_CHECK(a.strides[i] >= 1, InvalidModel, "{}: strides must be >= 1, got {}",
-             node.describe(), a.strides);
+    SY_CHECK(a.strides[i] >= 1, InvalidModel, "{}: strides must be >= 1, got {}", node.describe(),
+             a.strides);
     SY_CHECK(a.dilations[i] >= 1, InvalidModel, "{}: dilations must be >= 1, got {}",
              node.describe(), a.dilations);
   }
@@ -138,8 +143,8 @@ inline WindowGeometry window_geometry(const WindowAttrs& a, const std::vector<in
   size_t n = a.spatial();
   for (size_t i = 0; i < n; ++i) {
     int64_t pb = a.pads[i], pe = a.pads[i + n];
-    g.out.push_back(window_output_size(in[i], a.kernel[i], a.strides[i], a.dilations[i],
-                                       a.auto_pad, a.ceil_mode, pb, pe));
+    g.out.push_back(window_output_size(in[i], a.kernel[i], a.strides[i], a.dilations[i], a.auto_pad,
+                                       a.ceil_mode, pb, pe));
     g.pad_begin.push_back(pb);
     g.pad_end.push_back(pe);
   }

@@ -197,12 +197,12 @@ void register_elementwise_schemas(SchemaRegistry& r) {
   const auto& fl = float_dtypes();
   // Unary math.
   add_unary(r, OpKind::Abs, numeric_dtypes());
-  for (OpKind k : {OpKind::Acos, OpKind::Acosh, OpKind::Asin, OpKind::Asinh, OpKind::Atan,
-                   OpKind::Atanh, OpKind::Ceil, OpKind::Cos, OpKind::Cosh, OpKind::Erf,
-                   OpKind::Exp, OpKind::Floor, OpKind::Log, OpKind::Reciprocal, OpKind::Round,
-                   OpKind::Sin, OpKind::Sinh, OpKind::Sqrt, OpKind::Tan, OpKind::Tanh,
-                   OpKind::Mish, OpKind::Sigmoid, OpKind::Softplus, OpKind::Softsign,
-                   OpKind::HardSwish})
+  for (OpKind k :
+       {OpKind::Acos,  OpKind::Acosh,   OpKind::Asin,     OpKind::Asinh,      OpKind::Atan,
+        OpKind::Atanh, OpKind::Ceil,    OpKind::Cos,      OpKind::Cosh,       OpKind::Erf,
+        OpKind::Exp,   OpKind::Floor,   OpKind::Log,      OpKind::Reciprocal, OpKind::Round,
+        OpKind::Sin,   OpKind::Sinh,    OpKind::Sqrt,     OpKind::Tan,        OpKind::Tanh,
+        OpKind::Mish,  OpKind::Sigmoid, OpKind::Softplus, OpKind::Softsign,   OpKind::HardSwish})
     add_unary(r, k, fl);
   add_unary(
       r, OpKind::IsInf, fl,

@@ -29,7 +29,8 @@ void infer_loss(InferContext& ctx) {
   }
   const ir::Type& x = ctx.input_tensor(0);
   const ir::Type& target = ctx.input_tensor(1);
-  if (x.has_rank() && x.rank() < 2) ctx.fail("input must have rank >= 2 (N, C, ...), got {}", x.rank());
+  if (x.has_rank() && x.rank() < 2)
+    ctx.fail("input must have rank >= 2 (N, C, ...), got {}", x.rank());
   if (x.has_rank() && target.has_rank()) {
     if (target.rank() != x.rank() - 1)
       ctx.fail("target has rank {}, expected {} (input's rank minus one)", target.rank(),

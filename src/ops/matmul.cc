@@ -43,8 +43,8 @@ void infer_matmul_shape(InferContext& ctx, size_t ai, size_t bi, ir::DType out) 
   if (dims_conflict(ka, kb))
     ctx.fail("inner dims differ: A {} has K={} but B {} has K={}", ir::shape_to_string(*a.shape),
              ka.value, ir::shape_to_string(*b.shape), kb.value);
-  ir::Shape batch = broadcast_shapes(ctx, {ir::Shape(as.begin(), as.end() - 2),
-                                           ir::Shape(bs.begin(), bs.end() - 2)});
+  ir::Shape batch = broadcast_shapes(
+      ctx, {ir::Shape(as.begin(), as.end() - 2), ir::Shape(bs.begin(), bs.end() - 2)});
   if (!a_vec) batch.push_back(as[as.size() - 2]);
   if (!b_vec) batch.push_back(bs.back());
   ctx.set_output(0, ir::Type::tensor(out, batch));
@@ -126,8 +126,8 @@ void infer_qlinear_matmul(InferContext& ctx) {
   require_dtype(ctx, 5, {bt});
   require_dtype(ctx, 6, {ir::DType::Float32});
   ir::DType yt = require_dtype(ctx, 7, quantized_dtypes());
-  const char* names[] = {"", "a_scale", "a_zero_point", "", "b_scale", "b_zero_point",
-                         "y_scale", "y_zero_point"};
+  const char* names[] = {"",        "a_scale",      "a_zero_point", "",
+                         "b_scale", "b_zero_point", "y_scale",      "y_zero_point"};
   for (size_t i : {1, 2, 4, 5, 6, 7}) check_vector_param(ctx, i, names[i]);
   infer_matmul_shape(ctx, 0, 3, yt);
 }

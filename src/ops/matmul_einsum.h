@@ -64,8 +64,8 @@ inline std::optional<EinsumSpec> parse_einsum(const std::string& equation,
   size_t start = 0;
   while (true) {
     size_t comma = lhs.find(',', start);
-    terms.push_back(lhs.substr(start, comma == std::string::npos ? std::string::npos
-                                                                 : comma - start));
+    terms.push_back(
+        lhs.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
     if (comma == std::string::npos) break;
     start = comma + 1;
   }

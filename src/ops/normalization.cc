@@ -48,8 +48,10 @@ void infer_batch_norm(InferContext& ctx) {
   require_vector(ctx, 3, c, "input_mean");
   require_vector(ctx, 4, c, "input_var");
   propagate_input(ctx, 0, 0);
-  if (ctx.num_outputs() > 1) ctx.set_output(1, ir::Type::tensor(ctx.input_type(3).dtype, ir::Shape{c}));
-  if (ctx.num_outputs() > 2) ctx.set_output(2, ir::Type::tensor(ctx.input_type(4).dtype, ir::Shape{c}));
+  if (ctx.num_outputs() > 1)
+    ctx.set_output(1, ir::Type::tensor(ctx.input_type(3).dtype, ir::Shape{c}));
+  if (ctx.num_outputs() > 2)
+    ctx.set_output(2, ir::Type::tensor(ctx.input_type(4).dtype, ir::Shape{c}));
 }
 
 void infer_instance_norm(InferContext& ctx) {
@@ -72,7 +74,8 @@ void infer_instance_norm(InferContext& ctx) {
 // dims set to 1.
 DType stash_dtype(const InferContext& ctx) {
   int64_t stash = ctx.node().attr_int("stash_type", 1);
-  if (stash != static_cast<int64_t>(DType::Float32) && stash != static_cast<int64_t>(DType::Float64))
+  if (stash != static_cast<int64_t>(DType::Float32) &&
+      stash != static_cast<int64_t>(DType::Float64))
     ctx.fail("stash_type {} is not supported (float = 1 or double = 11)", stash);
   return static_cast<DType>(stash);
 }

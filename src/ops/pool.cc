@@ -29,8 +29,8 @@ ir::Type window_pool_output(InferContext& ctx, ir::DType dt) {
   ir::Shape out = {xs[0], xs[1]};
   size_t n = kernel.size();
   for (size_t i = 0; i < n; ++i) {
-    ir::Dim d = window_output_dim(xs[i + 2], a.kernel[i], a.strides[i], a.dilations[i],
-                                  a.auto_pad, a.ceil_mode, a.pads[i], a.pads[i + n]);
+    ir::Dim d = window_output_dim(xs[i + 2], a.kernel[i], a.strides[i], a.dilations[i], a.auto_pad,
+                                  a.ceil_mode, a.pads[i], a.pads[i + n]);
     if (d.is_static() && d.value < 1)
       ctx.fail("the window (extent {}) does not fit spatial dim {} of size {} with its pads",
                (a.kernel[i] - 1) * a.dilations[i] + 1, i, xs[i + 2].value);
@@ -62,8 +62,8 @@ void infer_lp_pool(InferContext& ctx) {
 }
 
 void infer_global_pool(InferContext& ctx) {
-  ir::DType dt = require_dtype(ctx, 0, ctx.node().op_type() == "GlobalMaxPool" ? max_pool_dtypes()
-                                                                                : float_dtypes());
+  ir::DType dt = require_dtype(
+      ctx, 0, ctx.node().op_type() == "GlobalMaxPool" ? max_pool_dtypes() : float_dtypes());
   if (ctx.node().op_type() == "GlobalLpPool") ctx.node().attr_int("p", 2);
   const ir::Type& x = ctx.input_tensor(0);
   if (!x.has_rank()) {
@@ -92,7 +92,8 @@ void infer_max_unpool(InferContext& ctx) {
     } else {
       const ir::Type& st = ctx.input_tensor(2);
       if (st.has_rank() && st.rank() == 1 && (*st.shape)[0].is_static())
-        ctx.set_output(0, ir::Type::tensor(dt, ir::Shape(static_cast<size_t>((*st.shape)[0].value))));
+        ctx.set_output(0,
+                       ir::Type::tensor(dt, ir::Shape(static_cast<size_t>((*st.shape)[0].value))));
       else
         ctx.set_output(0, ir::Type::tensor(dt));
     }
@@ -109,8 +110,8 @@ void infer_max_unpool(InferContext& ctx) {
   ir::Shape out = {xs[0], xs[1]};
   for (size_t i = 0; i < n; ++i) {
     const ir::Dim& d = xs[i + 2];
-    out.push_back(d.is_static() ? ir::Dim((d.value - 1) * a.strides[i] + a.kernel[i] -
-                                          a.pads[i] - a.pads[i + n])
+    out.push_back(d.is_static() ? ir::Dim((d.value - 1) * a.strides[i] + a.kernel[i] - a.pads[i] -
+                                          a.pads[i + n])
                                 : ir::Dim());
   }
   ctx.set_output(0, ir::Type::tensor(dt, out));
@@ -141,8 +142,10 @@ void infer_roi_align(InferContext& ctx) {
   if (mode != "avg" && mode != "max") ctx.fail("mode must be 'avg' or 'max', got '{}'", mode);
   std::string ctm = node.attr_string("coordinate_transformation_mode", "half_pixel");
   if (ctm != "half_pixel" && ctm != "output_half_pixel")
-    ctx.fail("coordinate_transformation_mode must be 'half_pixel' or 'output_half_pixel', got "
-             "'{}'", ctm);
+    ctx.fail(
+        "coordinate_transformation_mode must be 'half_pixel' or 'output_half_pixel', got "
+        "'{}'",
+        ctm);
   int64_t oh = node.attr_int("output_height", 1), ow = node.attr_int("output_width", 1);
   if (oh < 1 || ow < 1) ctx.fail("output_height and output_width must be >= 1");
   if (node.attr_int("sampling_ratio", 0) < 0) ctx.fail("sampling_ratio must be >= 0");

@@ -41,8 +41,7 @@ void check_scale_shapes(const InferContext& ctx) {
     const ir::Type& t = ctx.input_tensor(i);
     if (!t.has_rank()) continue;
     const char* what = i == 1 ? "scale" : "zero point";
-    if (t.rank() > 1)
-      ctx.fail("{} has rank {}; expected a scalar or a 1-D tensor", what, t.rank());
+    if (t.rank() > 1) ctx.fail("{} has rank {}; expected a scalar or a 1-D tensor", what, t.rank());
     if (t.rank() == 0) continue;
     const ir::Dim& len = (*t.shape)[0];
     if (len.is_static() && len.value == 1) continue;
@@ -87,8 +86,8 @@ void infer_dequantize(InferContext& ctx) {
   if (ctx.has_input(2)) {
     DType z = require_dtype(ctx, 2, dequantize_input_dtypes());
     if (z != DType::Undefined && x != DType::Undefined && z != x)
-      ctx.fail("zero point has dtype {} but the input has {}; they must match",
-               ir::dtype_name(z), ir::dtype_name(x));
+      ctx.fail("zero point has dtype {} but the input has {}; they must match", ir::dtype_name(z),
+               ir::dtype_name(x));
   }
   check_scale_shapes(ctx);
   ctx.set_output(0, ir::Type::tensor(scale, ctx.input_tensor(0).shape));

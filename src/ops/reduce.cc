@@ -69,8 +69,7 @@ void infer_reduce(InferContext& ctx, bool with_bool) {
     for (int64_t a : *axes) {
       if (rank == 0) ctx.fail("axis {} is out of range for a rank-0 input", a);
       int64_t k = normalize_axis(ctx, a, rank);
-      if (reduced[static_cast<size_t>(k)])
-        ctx.fail("axis {} appears more than once in axes", a);
+      if (reduced[static_cast<size_t>(k)]) ctx.fail("axis {} appears more than once in axes", a);
       reduced[static_cast<size_t>(k)] = true;
     }
     ctx.set_output(0, ir::Type::tensor(dtype, reduced_shape(in, reduced, keepdims != 0)));
@@ -85,10 +84,10 @@ void infer_reduce(InferContext& ctx, bool with_bool) {
     return;
   }
   const ir::Type& at = ctx.input_type(1);
-  if (at.has_rank() && at.rank() == 1 && (*at.shape)[0].is_static() &&
-      (*at.shape)[0].value > 0 && (*at.shape)[0].value <= rank) {
-    ctx.set_output(0, ir::Type::tensor(
-                          dtype, ir::Shape(static_cast<size_t>(rank - (*at.shape)[0].value))));
+  if (at.has_rank() && at.rank() == 1 && (*at.shape)[0].is_static() && (*at.shape)[0].value > 0 &&
+      (*at.shape)[0].value <= rank) {
+    ctx.set_output(
+        0, ir::Type::tensor(dtype, ir::Shape(static_cast<size_t>(rank - (*at.shape)[0].value))));
     return;
   }
   ctx.set_output(0, ir::Type::tensor(dtype));
@@ -135,9 +134,9 @@ void infer_cumsum(InferContext& ctx) {
 }  // namespace
 
 void register_reduce_schemas(SchemaRegistry& r) {
-  for (OpKind k : {OpKind::ReduceL1, OpKind::ReduceL2, OpKind::ReduceLogSum,
-                   OpKind::ReduceLogSumExp, OpKind::ReduceMean, OpKind::ReduceProd,
-                   OpKind::ReduceSum, OpKind::ReduceSumSquare}) {
+  for (OpKind k :
+       {OpKind::ReduceL1, OpKind::ReduceL2, OpKind::ReduceLogSum, OpKind::ReduceLogSumExp,
+        OpKind::ReduceMean, OpKind::ReduceProd, OpKind::ReduceSum, OpKind::ReduceSumSquare}) {
     r.add(OpSchema{k, 1, 2, 1, 1, [](InferContext& ctx) { infer_reduce(ctx, false); }});
   }
   for (OpKind k : {OpKind::ReduceMax, OpKind::ReduceMin})

@@ -19,9 +19,9 @@ const std::vector<ir::DType>& rnn_dtypes() {
 bool is_known_activation(std::string name) {
   std::transform(name.begin(), name.end(), name.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  static const char* const kNames[] = {"relu",       "tanh",        "sigmoid",    "affine",
-                                       "leakyrelu",  "thresholdedrelu", "scaledtanh",
-                                       "hardsigmoid", "elu",        "softsign",   "softplus"};
+  static const char* const kNames[] = {
+      "relu",       "tanh",        "sigmoid", "affine",   "leakyrelu", "thresholdedrelu",
+      "scaledtanh", "hardsigmoid", "elu",     "softsign", "softplus"};
   return std::any_of(std::begin(kNames), std::end(kNames),
                      [&](const char* k) { return name == k; });
 }
@@ -83,8 +83,7 @@ void infer_recurrent(InferContext& ctx, int64_t gates, int64_t activations_per_d
       ctx.fail("input {} has dtype {}, expected {} like X", i, ir::dtype_name(t.dtype),
                ir::dtype_name(dtype));
   }
-  if (ctx.has_input(4))
-    require_dtype(ctx, 4, {ir::DType::Int32, ir::DType::Int64});
+  if (ctx.has_input(4)) require_dtype(ctx, 4, {ir::DType::Int32, ir::DType::Int64});
 
   const ir::Type& x = ctx.input_tensor(0);
   const ir::Type& w = ctx.input_tensor(1);
@@ -105,8 +104,7 @@ void infer_recurrent(InferContext& ctx, int64_t gates, int64_t activations_per_d
     const ir::Type& b = ctx.input_tensor(3);
     if (b.has_rank() && b.rank() != 2) ctx.fail("B has rank {}, expected 2", b.rank());
     check_dim(ctx, b, 0, ir::Dim(num_directions), "B");
-    check_dim(ctx, b, 1, hidden.is_static() ? ir::Dim(2 * gates * hidden.value) : ir::Dim(),
-              "B");
+    check_dim(ctx, b, 1, hidden.is_static() ? ir::Dim(2 * gates * hidden.value) : ir::Dim(), "B");
   }
 
   ir::Dim seq = dim_or_unknown(x, layout == 0 ? 0 : 1);
@@ -129,8 +127,7 @@ void register_rnn_schemas(SchemaRegistry& r) {
   // Inputs: X, W, R, B, sequence_lens, initial_h (LSTM adds initial_c, P).
   r.add(OpSchema{OpKind::RNN, 3, 6, 0, 2, [](InferContext& ctx) { infer_recurrent(ctx, 1, 1); }});
   r.add(OpSchema{OpKind::GRU, 3, 6, 0, 2, [](InferContext& ctx) { infer_recurrent(ctx, 3, 2); }});
-  r.add(
-      OpSchema{OpKind::LSTM, 3, 8, 0, 3, [](InferContext& ctx) { infer_recurrent(ctx, 4, 3); }});
+  r.add(OpSchema{OpKind::LSTM, 3, 8, 0, 3, [](InferContext& ctx) { infer_recurrent(ctx, 4, 3); }});
 }
 
 }  // namespace switchyard::ops

@@ -70,8 +70,7 @@ std::optional<ir::Type> merge_declared_type(const ir::Type& derived, const ir::T
   ir::DType dtype = derived.dtype == ir::DType::Undefined ? declared.dtype : derived.dtype;
   if (!derived.shape) return ir::Type::tensor(dtype, declared.shape);
   if (!declared.shape) return ir::Type::tensor(dtype, derived.shape);
-  if (derived.shape->size() != declared.shape->size())
-    return ir::Type::tensor(dtype, std::nullopt);
+  if (derived.shape->size() != declared.shape->size()) return ir::Type::tensor(dtype, std::nullopt);
   ir::Shape shape(derived.shape->size());
   for (size_t i = 0; i < shape.size(); ++i)
     shape[i] = merge_dim((*derived.shape)[i], (*declared.shape)[i]);
@@ -104,8 +103,8 @@ void check_position(const InferContext& ctx, size_t i) {
   if (!ctx.has_input(i)) return;
   require_dtype(ctx, i, {ir::DType::Int32, ir::DType::Int64});
   const ir::Type& t = ctx.input_type(i);
-  bool one_element = t.rank() == 0 || (t.rank() == 1 && (!(*t.shape)[0].is_static() ||
-                                                           (*t.shape)[0].value == 1));
+  bool one_element =
+      t.rank() == 0 || (t.rank() == 1 && (!(*t.shape)[0].is_static() || (*t.shape)[0].value == 1));
   if (t.has_rank() && !one_element)
     ctx.fail("position '{}' must be a scalar, got shape {}", ctx.node().input(i)->name(),
              ir::shape_to_string(*t.shape));
@@ -195,7 +194,8 @@ void infer_split_to_sequence(InferContext& ctx) {
   const ir::Type& in = ctx.input_tensor(0);
   int64_t axis = ctx.node().attr_int("axis", 0);
   int64_t keepdims = ctx.node().attr_int("keepdims", 1);
-  if (keepdims != 0 && keepdims != 1) ctx.fail("attribute 'keepdims' must be 0 or 1, got {}", keepdims);
+  if (keepdims != 0 && keepdims != 1)
+    ctx.fail("attribute 'keepdims' must be 0 or 1, got {}", keepdims);
   if (ctx.has_input(1)) {
     require_dtype(ctx, 1, {ir::DType::Int32, ir::DType::Int64});
     const ir::Type& st = ctx.input_type(1);
@@ -224,7 +224,8 @@ void infer_concat_from_sequence(InferContext& ctx) {
   ir::Type element = sequence_element(ctx, 0);
   int64_t axis = ctx.node().attr_int("axis");
   int64_t new_axis = ctx.node().attr_int("new_axis", 0);
-  if (new_axis != 0 && new_axis != 1) ctx.fail("attribute 'new_axis' must be 0 or 1, got {}", new_axis);
+  if (new_axis != 0 && new_axis != 1)
+    ctx.fail("attribute 'new_axis' must be 0 or 1, got {}", new_axis);
   if (!element.is_unknown() && !element.is_tensor())
     ctx.fail("sequence elements must be tensors, got {}", element.to_string());
   if (!element.has_rank()) {

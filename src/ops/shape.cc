@@ -26,10 +26,12 @@ std::optional<std::vector<int64_t>> constant_ints(const InferContext& ctx, size_
   return t->to_int_vector();
 }
 
-// Length of a 1-D input when its type says so; nullopt otherwise.
-std::optional<int64_t> static_length(const InferContext& ctx, size_t i) {
+// Length of a 1-D input when its type says so; nullopt otherwise. Axes inputs may also be
+// scalars (exporters write them so, and ONNX Runtime accepts them): one value.
+std::optional<int64_t> static_length(const InferContext& ctx, size_t i, bool allow_scalar = false) {
   const Type& t = ctx.input_type(i);
   if (!t.has_rank()) return std::nullopt;
+  if (allow_scalar && t.rank() == 0) return 1;
   if (t.rank() != 1) ctx.fail("input {} must be 1-D, got {}", i, t.to_string());
   const ir::Dim& d = (*t.shape)[0];
   return d.is_static() ? std::optional<int64_t>(d.value) : std::nullopt;
@@ -87,8 +89,7 @@ ir::Dim infer_reshape_dim(const InferContext& ctx, const ir::Shape& in, const ir
   if (!out_s.empty() || out_p == 0) return ir::Dim();
   if (in_s.empty()) {
     if (in_p % out_p != 0)
-      ctx.fail("cannot reshape {} elements into a shape with {} elements per -1 slot", in_p,
-               out_p);
+      ctx.fail("cannot reshape {} elements into a shape with {} elements per -1 slot", in_p, out_p);
     return ir::Dim(in_p / out_p);
   }
   if (in_s.size() == 1 && in_p == out_p) return ir::Dim(*in_s.begin());
@@ -210,8 +211,7 @@ void infer_flatten(InferContext& ctx) {
 }
 
 // Sorted, normalized, duplicate-free axes; fails naming the node otherwise.
-std::vector<int64_t> unique_axes(const InferContext& ctx, std::vector<int64_t> axes,
-                                 int64_t rank) {
+std::vector<int64_t> unique_axes(const InferContext& ctx, std::vector<int64_t> axes, int64_t rank) {
   for (int64_t& a : axes) a = normalize_axis(ctx, a, rank);
   std::sort(axes.begin(), axes.end());
   if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
@@ -224,7 +224,7 @@ void infer_squeeze(InferContext& ctx) {
   if (ctx.has_input(1)) require_dtype(ctx, 1, {DType::Int64});
   auto axes = constant_ints(ctx, 1);
   if (!in.has_rank() || (ctx.has_input(1) && !axes)) {
-    int64_t len = ctx.has_input(1) ? static_length(ctx, 1).value_or(-1) : -1;
+    int64_t len = ctx.has_input(1) ? static_length(ctx, 1, true).value_or(-1) : -1;
     if (in.has_rank() && len >= 0 && len <= in.rank())
       ctx.set_output(0, Type::tensor(in.dtype, ir::Shape(static_cast<size_t>(in.rank() - len))));
     else
@@ -260,7 +260,7 @@ void infer_unsqueeze(InferContext& ctx) {
   require_dtype(ctx, 1, {DType::Int64});
   auto axes = constant_ints(ctx, 1);
   if (!in.has_rank() || !axes) {
-    auto len = static_length(ctx, 1);
+    auto len = static_length(ctx, 1, true);
     if (in.has_rank() && len)
       ctx.set_output(0, Type::tensor(in.dtype, ir::Shape(static_cast<size_t>(in.rank() + *len))));
     else
@@ -377,7 +377,8 @@ void infer_split(InferContext& ctx) {
     int64_t k = static_cast<int64_t>(num_outputs);
     int64_t chunk = d.value / k;
     if (d.value % k != 0) {
-      if (!has_num) ctx.fail("axis {} of size {} does not split into {} equal parts", a, d.value, k);
+      if (!has_num)
+        ctx.fail("axis {} of size {} does not split into {} equal parts", a, d.value, k);
       chunk += 1;
       if (chunk * (k - 1) > d.value)
         ctx.fail("axis {} of size {} cannot split into {} parts", a, d.value, k);
@@ -395,8 +396,8 @@ void infer_split(InferContext& ctx) {
 }
 
 void infer_range(InferContext& ctx) {
-  DType dtype = require_dtype(ctx, 0, {DType::Float32, DType::Float64, DType::Int16,
-                                       DType::Int32, DType::Int64});
+  DType dtype = require_dtype(
+      ctx, 0, {DType::Float32, DType::Float64, DType::Int16, DType::Int32, DType::Int64});
   for (size_t i = 0; i < 3; ++i) {
     const Type& t = ctx.input_tensor(i);
     if (t.dtype != dtype && t.dtype != DType::Undefined)

@@ -63,8 +63,8 @@ int64_t slice_length(int64_t d, int64_t start, int64_t end, int64_t step) {
   if (d == 0) return 0;
   start = std::clamp<int64_t>(start, 0, d - 1);
   end = std::clamp<int64_t>(end, -1, d - 1);
-  int64_t neg = step == std::numeric_limits<int64_t>::min() ? std::numeric_limits<int64_t>::max()
-                                                             : -step;
+  int64_t neg =
+      step == std::numeric_limits<int64_t>::min() ? std::numeric_limits<int64_t>::max() : -step;
   return start > end ? 1 + (start - end - 1) / neg : 0;
 }
 
@@ -74,8 +74,8 @@ void infer_transpose(InferContext& ctx) {
   std::optional<std::vector<int64_t>> perm;
   if (n.has_attribute("perm")) perm = n.attr_ints("perm");
   if (!in.has_rank()) {
-    ctx.set_output(0, perm ? Type::tensor(in.dtype, ir::Shape(perm->size()))
-                           : Type::tensor(in.dtype));
+    ctx.set_output(0,
+                   perm ? Type::tensor(in.dtype, ir::Shape(perm->size())) : Type::tensor(in.dtype));
     return;
   }
   int64_t rank = in.rank();
@@ -170,8 +170,8 @@ void infer_expand(InferContext& ctx) {
       ctx.set_output(0, Type::tensor(in.dtype));
       return;
     }
-    ctx.set_output(0, Type::tensor(in.dtype, broadcast_shapes(ctx, {*in.shape,
-                                                                     ir::make_shape(*shape)})));
+    ctx.set_output(
+        0, Type::tensor(in.dtype, broadcast_shapes(ctx, {*in.shape, ir::make_shape(*shape)})));
     return;
   }
   auto len = static_length(ctx, 1);
@@ -298,8 +298,7 @@ void infer_reverse_sequence(InferContext& ctx) {
   int64_t time_axis = ctx.node().attr_int("time_axis", 0);
   if ((batch_axis != 0 && batch_axis != 1) || (time_axis != 0 && time_axis != 1) ||
       batch_axis == time_axis)
-    ctx.fail("batch_axis {} and time_axis {} must be 0 and 1 in some order", batch_axis,
-             time_axis);
+    ctx.fail("batch_axis {} and time_axis {} must be 0 and 1 in some order", batch_axis, time_axis);
   if (in.has_rank() && in.rank() < 2) ctx.fail("input must have rank >= 2, got {}", in.rank());
   const Type& lens = ctx.input_tensor(1);
   if (lens.has_rank() && lens.rank() != 1)

@@ -58,16 +58,16 @@ void expect_refused(const TempDir& dir, const onnx::ModelProto& m,
 TEST(OnnxExternalData, ReadsAtAnOffsetWithAndWithoutLength) {
   TempDir dir;
   write_bytes(dir.file("model/weights/w.bin"), "12345678" + weight_bytes() + "tail");
-  expect_weights(*import_from(dir, model_with_external({{"location", "weights/w.bin"},
-                                                        {"offset", "8"},
-                                                        {"length", "16"}})));
+  expect_weights(*import_from(
+      dir,
+      model_with_external({{"location", "weights/w.bin"}, {"offset", "8"}, {"length", "16"}})));
   write_bytes(dir.file("model/rest.bin"), "abcd" + weight_bytes());
-  expect_weights(*import_from(dir, model_with_external({{"location", "./rest.bin"},
-                                                        {"offset", "4"}})));
+  expect_weights(
+      *import_from(dir, model_with_external({{"location", "./rest.bin"}, {"offset", "4"}})));
   // `..` that stays inside the folder is fine.
-  expect_weights(*import_from(dir, model_with_external({{"location", "weights/../rest.bin"},
-                                                        {"offset", "4"},
-                                                        {"checksum", "ignored"}})));
+  expect_weights(*import_from(
+      dir, model_with_external(
+               {{"location", "weights/../rest.bin"}, {"offset", "4"}, {"checksum", "ignored"}})));
 }
 
 TEST(OnnxExternalData, RefusesAbsolutePaths) {
@@ -109,9 +109,8 @@ TEST(OnnxExternalData, RefusesRegionsPastTheEnd) {
                  {"offset 17 is past the end", "w.bin"});
   // offset + length overflows 64 bits.
   expect_refused(dir,
-                 model_with_external({{"location", "w.bin"},
-                                      {"offset", "8"},
-                                      {"length", "18446744073709551615"}}),
+                 model_with_external(
+                     {{"location", "w.bin"}, {"offset", "8"}, {"length", "18446744073709551615"}}),
                  {"past the end", "w.bin"});
   expect_refused(dir, model_with_external({{"location", "w.bin"}, {"offset", "-1"}}),
                  {"offset '-1'", "w.bin"});

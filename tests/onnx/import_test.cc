@@ -45,20 +45,47 @@ std::string encode_raw(DType dtype, const std::vector<double>& values) {
   auto put = [&](auto v) { out.append(reinterpret_cast<const char*>(&v), sizeof(v)); };
   for (double v : values) {
     switch (dtype) {
-      case DType::Float32: put(static_cast<float>(v)); break;
-      case DType::Float64: put(v); break;
-      case DType::Float16: put(Float16(static_cast<float>(v)).bits); break;
-      case DType::BFloat16: put(BFloat16(static_cast<float>(v)).bits); break;
-      case DType::Int8: put(static_cast<int8_t>(v)); break;
-      case DType::Int16: put(static_cast<int16_t>(v)); break;
-      case DType::Int32: put(static_cast<int32_t>(v)); break;
-      case DType::Int64: put(static_cast<int64_t>(v)); break;
-      case DType::UInt8: put(static_cast<uint8_t>(v)); break;
-      case DType::UInt16: put(static_cast<uint16_t>(v)); break;
-      case DType::UInt32: put(static_cast<uint32_t>(v)); break;
-      case DType::UInt64: put(static_cast<uint64_t>(v)); break;
-      case DType::Bool: put(static_cast<uint8_t>(v != 0)); break;
-      default: throw std::runtime_error("unexpected dtype");
+      case DType::Float32:
+        put(static_cast<float>(v));
+        break;
+      case DType::Float64:
+        put(v);
+        break;
+      case DType::Float16:
+        put(Float16(static_cast<float>(v)).bits);
+        break;
+      case DType::BFloat16:
+        put(BFloat16(static_cast<float>(v)).bits);
+        break;
+      case DType::Int8:
+        put(static_cast<int8_t>(v));
+        break;
+      case DType::Int16:
+        put(static_cast<int16_t>(v));
+        break;
+      case DType::Int32:
+        put(static_cast<int32_t>(v));
+        break;
+      case DType::Int64:
+        put(static_cast<int64_t>(v));
+        break;
+      case DType::UInt8:
+        put(static_cast<uint8_t>(v));
+        break;
+      case DType::UInt16:
+        put(static_cast<uint16_t>(v));
+        break;
+      case DType::UInt32:
+        put(static_cast<uint32_t>(v));
+        break;
+      case DType::UInt64:
+        put(static_cast<uint64_t>(v));
+        break;
+      case DType::Bool:
+        put(static_cast<uint8_t>(v != 0));
+        break;
+      default:
+        throw std::runtime_error("unexpected dtype");
     }
   }
   return out;
@@ -68,16 +95,36 @@ std::string encode_raw(DType dtype, const std::vector<double>& values) {
 void encode_typed(TensorProto* t, DType dtype, const std::vector<double>& values) {
   for (double v : values) {
     switch (dtype) {
-      case DType::Float32: t->add_float_data(static_cast<float>(v)); break;
-      case DType::Float64: t->add_double_data(v); break;
-      case DType::Float16: t->add_int32_data(Float16(static_cast<float>(v)).bits); break;
-      case DType::BFloat16: t->add_int32_data(BFloat16(static_cast<float>(v)).bits); break;
-      case DType::Int64: t->add_int64_data(static_cast<int64_t>(v)); break;
-      case DType::UInt32: t->add_uint64_data(static_cast<uint32_t>(v)); break;
-      case DType::UInt64: t->add_uint64_data(static_cast<uint64_t>(v)); break;
-      case DType::UInt8: t->add_int32_data(static_cast<uint8_t>(v)); break;
-      case DType::UInt16: t->add_int32_data(static_cast<uint16_t>(v)); break;
-      default: t->add_int32_data(static_cast<int32_t>(v)); break;
+      case DType::Float32:
+        t->add_float_data(static_cast<float>(v));
+        break;
+      case DType::Float64:
+        t->add_double_data(v);
+        break;
+      case DType::Float16:
+        t->add_int32_data(Float16(static_cast<float>(v)).bits);
+        break;
+      case DType::BFloat16:
+        t->add_int32_data(BFloat16(static_cast<float>(v)).bits);
+        break;
+      case DType::Int64:
+        t->add_int64_data(static_cast<int64_t>(v));
+        break;
+      case DType::UInt32:
+        t->add_uint64_data(static_cast<uint32_t>(v));
+        break;
+      case DType::UInt64:
+        t->add_uint64_data(static_cast<uint64_t>(v));
+        break;
+      case DType::UInt8:
+        t->add_int32_data(static_cast<uint8_t>(v));
+        break;
+      case DType::UInt16:
+        t->add_int32_data(static_cast<uint16_t>(v));
+        break;
+      default:
+        t->add_int32_data(static_cast<int32_t>(v));
+        break;
     }
   }
 }
@@ -501,8 +548,8 @@ TEST(OnnxImport, DeeplyNestedIfIsAnErrorNotACrash) {
   std::string bytes = nested_ifs(4).SerializeAsString();
   expect_error(
       [&] {
-        onnx_import::import_model_from_bytes(bytes.data(), bytes.size(), "", "deep.onnx",
-                                             nullptr, strict);
+        onnx_import::import_model_from_bytes(bytes.data(), bytes.size(), "", "deep.onnx", nullptr,
+                                             strict);
       },
       ErrorCode::InvalidModel, {"model 'deep.onnx'", "limit of 3 levels"});
 }
@@ -534,9 +581,7 @@ TEST(OnnxImport, RandomBytesAreRefused) {
     std::string bytes(1 + rng() % 4096, '\0');
     for (char& ch : bytes) ch = static_cast<char>(rng());
     expect_error(
-        [&] {
-          onnx_import::import_model_from_bytes(bytes.data(), bytes.size(), "", "noise.onnx");
-        },
+        [&] { onnx_import::import_model_from_bytes(bytes.data(), bytes.size(), "", "noise.onnx"); },
         ErrorCode::InvalidModel, {"model 'noise.onnx'"});
   }
 }

@@ -288,6 +288,24 @@ TEST(OnnxNormalize, LegacyBroadcastWithAxisReshapesB) {
   EXPECT_TRUE(node_named(*pg, "n").attributes().empty());
 }
 
+TEST(OnnxNormalize, LegacyPReluSlopeIsPerChannel) {
+  auto m = one_node(6, "PRelu", {"2", "3", "4", "5"}, {"slope"});
+  add_float_initializer(m.model.mutable_graph(), "slope", {3}, {0.1f, 0.2f, 0.3f});
+  auto g = import_proto(m.model);
+  const ir::Node& n = node_named(*g, "n");
+  ASSERT_TRUE(n.input(1)->is_constant());
+  EXPECT_EQ(n.input(1)->constant().shape(), (std::vector<int64_t>{3, 1, 1}));
+  // A single shared slope, and opset 7's unidirectional broadcasting, stay as they are.
+  auto shared = one_node(6, "PRelu", {"2", "3", "4"}, {"slope"});
+  add_float_initializer(shared.model.mutable_graph(), "slope", {1}, {0.1f});
+  auto sg = import_proto(shared.model);
+  EXPECT_EQ(node_named(*sg, "n").input(1), sg->find_value("slope"));
+  auto v7 = one_node(7, "PRelu", {"2", "3", "4"}, {"slope"});
+  add_float_initializer(v7.model.mutable_graph(), "slope", {4}, {0.1f, 0.2f, 0.3f, 0.4f});
+  auto g7 = import_proto(v7.model);
+  EXPECT_EQ(node_named(*g7, "n").input(1), g7->find_value("slope"));
+}
+
 TEST(OnnxNormalize, ScatterCastConstantAndFriends) {
   auto scatter = one_node(9, "Scatter", {"3", "3"}, {"idx", "upd"});
   add_int64_initializer(scatter.model.mutable_graph(), "idx", {1, 3}, {1, 0, 2});
@@ -368,6 +386,52 @@ TEST(OnnxNormalize, NodesInsideSubgraphsAreNormalisedToo) {
   // The new constant lives in the subgraph that uses it.
   EXPECT_EQ(sum.input(1)->owner(), &then_g);
   EXPECT_EQ(constant_ints(sum.input(1)), (std::vector<int64_t>{1}));
+}
+
+TEST(OnnxNormalize, BatchedScan8BecomesALoopOverScan9) {
+  onnx::ModelProto m = make_model(8);
+  auto* g = m.mutable_graph();
+  add_input(g, "init", TensorProto::FLOAT, {"2", "3"});
+  add_input(g, "xs", TensorProto::FLOAT, {"2", "5", "3"});
+  onnx::GraphProto body;
+  add_input(&body, "acc_in", TensorProto::FLOAT, {"3"});
+  add_input(&body, "x", TensorProto::FLOAT, {"3"});
+  add_node(&body, "Add", {"acc_in", "x"}, {"acc_out"});
+  add_node(&body, "Identity", {"acc_out"}, {"step"});
+  add_untyped_output(&body, "acc_out");
+  add_untyped_output(&body, "step");
+  auto* scan = add_node(g, "Scan", {"", "init", "xs"}, {"final", "steps"}, "scan");
+  set_graph(scan, "body", body);
+  set_int(scan, "num_scan_inputs", 1);
+  set_ints(scan, "directions", {1});
+  add_output(g, "final", TensorProto::FLOAT, {"2", "3"});
+  add_output(g, "steps", TensorProto::FLOAT, {"2", "5", "3"});
+  auto graph = import_proto(m);
+
+  const ir::Node& loop = node_named(*graph, "scan");
+  EXPECT_EQ(loop.op_type(), "Loop");
+  EXPECT_EQ(loop.input(1), nullptr);
+  ASSERT_EQ(loop.num_outputs(), 2u);
+  EXPECT_EQ(graph->outputs()[0]->producer(), &loop);
+  EXPECT_EQ(graph->outputs()[1]->type().to_string(), "float[2,5,3]");
+  ir::Graph& loop_body = loop.attr_graph("body");
+  EXPECT_EQ(loop_body.parent(), graph.get());
+  ASSERT_EQ(loop_body.inputs().size(), 2u);
+  ASSERT_EQ(loop_body.outputs().size(), 3u);
+  const ir::Node& inner = node_named(loop_body, "scan/scan");
+  EXPECT_EQ(inner.op_type(), "Scan");
+  EXPECT_EQ(inner.attr_int("num_scan_inputs"), 1);
+  EXPECT_EQ(inner.attr_ints("scan_input_directions"), (std::vector<int64_t>{1}));
+  EXPECT_FALSE(inner.has_attribute("directions"));
+  EXPECT_EQ(inner.attr_graph("body").parent(), &loop_body);
+  ASSERT_EQ(inner.num_inputs(), 2u);
+  EXPECT_EQ(inner.input(0)->producer()->op_type(), "Gather");
+  EXPECT_EQ(inner.input(0)->producer()->input(0), graph->find_value("init"));
+
+  scan->set_input(0, "lens");
+  add_input(g, "lens", TensorProto::INT32, {"2"});
+  expect_error([&] { import_proto(m); }, ErrorCode::Unsupported,
+               {"[Scan] node 'scan'", "sequence_lens"});
 }
 
 TEST(OnnxNormalize, RefusesLegacyFormsWithoutAnEquivalent) {

@@ -80,8 +80,8 @@ inline void set_tensor_type(onnx::TypeProto* type, int elem_type,
 }
 
 /// Adds a graph input of tensor type.
-inline onnx::ValueInfoProto* add_input(onnx::GraphProto* g, const std::string& name,
-                                       int elem_type, const std::vector<std::string>& dims) {
+inline onnx::ValueInfoProto* add_input(onnx::GraphProto* g, const std::string& name, int elem_type,
+                                       const std::vector<std::string>& dims) {
   auto* vi = g->add_input();
   vi->set_name(name);
   set_tensor_type(vi->mutable_type(), elem_type, dims);
@@ -89,8 +89,8 @@ inline onnx::ValueInfoProto* add_input(onnx::GraphProto* g, const std::string& n
 }
 
 /// Adds a graph output of tensor type.
-inline onnx::ValueInfoProto* add_output(onnx::GraphProto* g, const std::string& name,
-                                        int elem_type, const std::vector<std::string>& dims) {
+inline onnx::ValueInfoProto* add_output(onnx::GraphProto* g, const std::string& name, int elem_type,
+                                        const std::vector<std::string>& dims) {
   auto* vi = g->add_output();
   vi->set_name(name);
   set_tensor_type(vi->mutable_type(), elem_type, dims);
@@ -131,8 +131,7 @@ inline void set_float(onnx::NodeProto* n, const std::string& name, float v) {
 inline void set_string(onnx::NodeProto* n, const std::string& name, const std::string& v) {
   add_attr(n, name, onnx::AttributeProto::STRING)->set_s(v);
 }
-inline void set_ints(onnx::NodeProto* n, const std::string& name,
-                     const std::vector<int64_t>& v) {
+inline void set_ints(onnx::NodeProto* n, const std::string& name, const std::vector<int64_t>& v) {
   auto* a = add_attr(n, name, onnx::AttributeProto::INTS);
   for (int64_t x : v) a->add_ints(x);
 }
@@ -152,8 +151,8 @@ inline onnx::TensorProto* add_float_initializer(onnx::GraphProto* g, const std::
   t->set_name(name);
   t->set_data_type(onnx::TensorProto::FLOAT);
   for (int64_t d : dims) t->add_dims(d);
-  t->set_raw_data(std::string(reinterpret_cast<const char*>(values.data()),
-                              values.size() * sizeof(float)));
+  t->set_raw_data(
+      std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float)));
   return t;
 }
 
@@ -191,8 +190,8 @@ void expect_error(F&& body, ErrorCode code, const std::vector<std::string>& part
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), code) << e.what();
     for (const std::string& part : parts)
-      EXPECT_NE(e.message().find(part), std::string::npos) << "'" << part << "' not in: "
-                                                           << e.message();
+      EXPECT_NE(e.message().find(part), std::string::npos)
+          << "'" << part << "' not in: " << e.message();
   }
 }
 

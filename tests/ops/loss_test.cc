@@ -46,10 +46,9 @@ TEST(LossSchemas, ReductionShapes) {
   EXPECT_EQ(out_type(build("NegativeLogLikelihoodLoss", {x, i64({Dim(), Dim(), Dim()})},
                            {Attribute::make_string("reduction", "none")})),
             "float[n,h,4]");
-  auto sce = build("SoftmaxCrossEntropyLoss", {x, t, f32({5})},
-                   {Attribute::make_string("reduction", "sum"),
-                    Attribute::make_int("ignore_index", -1)},
-                   2);
+  auto sce = build(
+      "SoftmaxCrossEntropyLoss", {x, t, f32({5})},
+      {Attribute::make_string("reduction", "sum"), Attribute::make_int("ignore_index", -1)}, 2);
   EXPECT_EQ(out_type(sce, 0), "float[]");
   EXPECT_EQ(out_type(sce, 1), "float[n,5,h,4]");
 }
@@ -60,14 +59,14 @@ TEST(LossSchemas, Errors) {
   EXPECT_THROW(build("NegativeLogLikelihoodLoss", {x, i64({2})}, {}), Error);
   EXPECT_THROW(build("NegativeLogLikelihoodLoss", {x, i64({2, 4})}, {}), Error);
   EXPECT_THROW(build("NegativeLogLikelihoodLoss", {x, t, f32({4})}, {}), Error);
-  EXPECT_THROW(build("NegativeLogLikelihoodLoss", {x, t, Type::tensor(DType::Float64, ir::Shape{5})},
-                     {}),
-               Error);
+  EXPECT_THROW(
+      build("NegativeLogLikelihoodLoss", {x, t, Type::tensor(DType::Float64, ir::Shape{5})}, {}),
+      Error);
   EXPECT_THROW(build("NegativeLogLikelihoodLoss", {x, f32({2, 3})}, {}), Error);
   EXPECT_THROW(build("NegativeLogLikelihoodLoss", {f32({5}), i64({})}, {}), Error);
-  EXPECT_THROW(build("SoftmaxCrossEntropyLoss", {x, t},
-                     {Attribute::make_string("reduction", "avg")}),
-               Error);
+  EXPECT_THROW(
+      build("SoftmaxCrossEntropyLoss", {x, t}, {Attribute::make_string("reduction", "avg")}),
+      Error);
   EXPECT_THROW(build("NegativeLogLikelihoodLoss", {x, t}, {}, 2), Error);
   try {
     build("SoftmaxCrossEntropyLoss", {x, t}, {Attribute::make_float("ignore_index", 1.0f)});

@@ -69,9 +69,9 @@ TEST(NormalizationSchemas, BatchNormAndChannelChecks) {
   EXPECT_EQ(out_type(build("GroupNormalization", {g, f32({6}), f32({6})},
                            {Attribute::make_int("num_groups", 3)})),
             "float[n,6,8]");
-  EXPECT_THROW(build("GroupNormalization", {g, f32({6}), f32({6})},
-                     {Attribute::make_int("num_groups", 4)}),
-               Error);
+  EXPECT_THROW(
+      build("GroupNormalization", {g, f32({6}), f32({6})}, {Attribute::make_int("num_groups", 4)}),
+      Error);
   EXPECT_THROW(build("GroupNormalization", {g, f32({6}), f32({6})}, {}), Error);
 }
 

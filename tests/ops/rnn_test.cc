@@ -34,10 +34,9 @@ Built build(const std::string& op, const std::vector<Type>& inputs, int num_outp
 Type f32(ir::Shape s) { return Type::tensor(DType::Float32, std::move(s)); }
 
 TEST(RnnSchemas, LstmLayout0Symbolic) {
-  auto b = build("LSTM",
-                 {f32({Dim("seq"), Dim("batch"), 8}), f32({2, 20, 8}), f32({2, 20, 5}),
-                  f32({2, 40})},
-                 3, {ir::Attribute::make_string("direction", "bidirectional")});
+  auto b = build(
+      "LSTM", {f32({Dim("seq"), Dim("batch"), 8}), f32({2, 20, 8}), f32({2, 20, 5}), f32({2, 40})},
+      3, {ir::Attribute::make_string("direction", "bidirectional")});
   EXPECT_EQ(b.node->output(0)->type().to_string(), "float[seq,2,batch,5]");
   EXPECT_EQ(b.node->output(1)->type().to_string(), "float[2,batch,5]");
   EXPECT_EQ(b.node->output(2)->type().to_string(), "float[2,batch,5]");
@@ -48,9 +47,10 @@ TEST(RnnSchemas, GruLayout1AndRnn) {
                  {ir::Attribute::make_int("layout", 1), ir::Attribute::make_int("hidden_size", 3)});
   EXPECT_EQ(g.node->output(0)->type().to_string(), "float[batch,seq,1,3]");
   EXPECT_EQ(g.node->output(1)->type().to_string(), "float[batch,1,3]");
-  auto r = build("RNN", {Type::tensor(DType::Float64, ir::Shape{7, Dim("b"), 4}),
-                         Type::tensor(DType::Float64, ir::Shape{1, Dim("h"), 4}),
-                         Type::tensor(DType::Float64, ir::Shape{1, Dim("h"), Dim("h")})},
+  auto r = build("RNN",
+                 {Type::tensor(DType::Float64, ir::Shape{7, Dim("b"), 4}),
+                  Type::tensor(DType::Float64, ir::Shape{1, Dim("h"), 4}),
+                  Type::tensor(DType::Float64, ir::Shape{1, Dim("h"), Dim("h")})},
                  1, {});
   EXPECT_EQ(r.node->output(0)->type().to_string(), "double[7,1,b,h]");
 }
@@ -77,10 +77,9 @@ TEST(RnnSchemas, BadAttributesAndShapes) {
   EXPECT_THROW(lstm(ok, {acts}), Error);
   acts.strings = {"Sigmoid", "Tanh", "Bogus"};
   EXPECT_THROW(lstm(ok, {acts}), Error);
-  EXPECT_THROW(lstm({Type::tensor(DType::Int32, ir::Shape{3, 2, 4}), f32({1, 12, 4}),
-                     f32({1, 12, 3})},
-                    {}),
-               Error);
+  EXPECT_THROW(
+      lstm({Type::tensor(DType::Int32, ir::Shape{3, 2, 4}), f32({1, 12, 4}), f32({1, 12, 3})}, {}),
+      Error);
   EXPECT_THROW(lstm({f32({3, 2, 4}), f32({1, 12, 5}), f32({1, 12, 3})}, {}), Error);
 }
 

@@ -20,6 +20,19 @@ using testing::run_op;
 using testing::tensor_of;
 using testing::to_doubles;
 
+// An OpCase with every field set (aggregate initialisation would leave some to warnings).
+OpCase make_case(std::string op, std::vector<std::optional<Tensor>> inputs,
+                 std::vector<Attribute> attrs = {}, int num_outputs = 1,
+                 std::vector<bool> constants = {}) {
+  OpCase c;
+  c.op = std::move(op);
+  c.inputs = std::move(inputs);
+  c.attributes = std::move(attrs);
+  c.num_outputs = num_outputs;
+  c.constant_inputs = std::move(constants);
+  return c;
+}
+
 struct LossRef {
   std::vector<double> loss;  // per element (reduction none) or one value
   std::vector<double> log_prob;
@@ -35,9 +48,12 @@ LossRef ref_loss(bool softmax, const Tensor& x, const Tensor& target,
     for (int64_t i = 0; i < n; ++i)
       for (int64_t j = 0; j < d; ++j) {
         double m = -INFINITY, s = 0;
-        for (int64_t k = 0; k < c; ++k) m = std::max(m, lp[static_cast<size_t>((i * c + k) * d + j)]);
-        for (int64_t k = 0; k < c; ++k) s += std::exp(lp[static_cast<size_t>((i * c + k) * d + j)] - m);
-        for (int64_t k = 0; k < c; ++k) lp[static_cast<size_t>((i * c + k) * d + j)] -= m + std::log(s);
+        for (int64_t k = 0; k < c; ++k)
+          m = std::max(m, lp[static_cast<size_t>((i * c + k) * d + j)]);
+        for (int64_t k = 0; k < c; ++k)
+          s += std::exp(lp[static_cast<size_t>((i * c + k) * d + j)] - m);
+        for (int64_t k = 0; k < c; ++k)
+          lp[static_cast<size_t>((i * c + k) * d + j)] -= m + std::log(s);
       }
   }
   std::vector<int64_t> t = target.to_int_vector();
@@ -77,9 +93,9 @@ Tensor make_target(DType dt, std::vector<int64_t> shape, int64_t c, uint64_t see
 void check_loss(bool softmax, DType dt, std::vector<int64_t> shape, bool with_weight,
                 const std::string& reduction, std::optional<int64_t> ignore, DType target_dt,
                 uint64_t seed) {
-  SCOPED_TRACE(fmt::format("{} {} {} weight={} reduction={} ignore={}",
-                           softmax ? "SCE" : "NLL", ir::dtype_name(dt), ir::shape_to_string(shape),
-                           with_weight, reduction, ignore ? std::to_string(*ignore) : "none"));
+  SCOPED_TRACE(fmt::format("{} {} {} weight={} reduction={} ignore={}", softmax ? "SCE" : "NLL",
+                           ir::dtype_name(dt), ir::shape_to_string(shape), with_weight, reduction,
+                           ignore ? std::to_string(*ignore) : "none"));
   int64_t c = shape[1];
   Tensor x = random_tensor(dt, shape, seed, -3, 3);
   std::vector<int64_t> tshape = shape;
@@ -89,18 +105,17 @@ void check_loss(bool softmax, DType dt, std::vector<int64_t> shape, bool with_we
   if (with_weight) weight = random_tensor(dt, {c}, seed + 2, 0.2, 1.5);
   std::vector<Attribute> attrs = {Attribute::make_string("reduction", reduction)};
   if (ignore) attrs.push_back(Attribute::make_int("ignore_index", *ignore));
-  OpCase oc{softmax ? "SoftmaxCrossEntropyLoss" : "NegativeLogLikelihoodLoss",
-            {x, target},
-            attrs,
-            softmax ? 2 : 1};
+  OpCase oc = make_case(softmax ? "SoftmaxCrossEntropyLoss" : "NegativeLogLikelihoodLoss",
+                        {x, target}, attrs, softmax ? 2 : 1);
   if (weight) oc.inputs.push_back(*weight);
   auto out = run_op(oc);
   LossRef ref = ref_loss(softmax, x, target, weight, reduction, ignore);
   double tol = dt == DType::Float16 ? 5e-3 : dt == DType::Float64 ? 1e-12 : 1e-5;
   std::vector<int64_t> loss_shape = reduction == "none" ? tshape : std::vector<int64_t>{};
   EXPECT_TENSOR_NEAR(out[0].tensor, tensor_of(dt, loss_shape, ref.loss), tol, tol);
-  if (softmax)
+  if (softmax) {
     EXPECT_TENSOR_NEAR(out[1].tensor, tensor_of(dt, shape, ref.log_prob), tol, tol);
+  }
 }
 
 TEST(LossKernels, MatchReferenceAcrossRanksReductionsWeightsAndIgnore) {
@@ -110,9 +125,11 @@ TEST(LossKernels, MatchReferenceAcrossRanksReductionsWeightsAndIgnore) {
          {std::vector<int64_t>{5, 4}, {3, 5, 2}, {2, 3, 4, 5}, {2, 3, 1, 2, 2, 3}})
       for (const char* reduction : {"none", "sum", "mean"})
         for (bool weight : {false, true})
-          for (std::optional<int64_t> ignore : {std::optional<int64_t>{}, {1}, {-5}, {100}})
-            check_loss(softmax, DType::Float32, shape, weight, reduction, ignore,
-                       seed % 2 ? DType::Int64 : DType::Int32, seed++);
+          for (std::optional<int64_t> ignore : {std::optional<int64_t>{}, {1}, {-5}, {100}}) {
+            DType target_dtype = seed % 2 ? DType::Int64 : DType::Int32;
+            check_loss(softmax, DType::Float32, shape, weight, reduction, ignore, target_dtype,
+                       seed++);
+          }
 }
 
 TEST(LossKernels, HalfAndDouble) {
@@ -127,12 +144,12 @@ TEST(LossKernels, HalfAndDouble) {
 TEST(LossKernels, AllIgnoredMeanIsNaNAsInTheSpec) {
   Tensor x = random_tensor(DType::Float32, {2, 3}, 1);
   Tensor t = tensor_of(DType::Int64, {2}, {-1, -1});
-  auto out = run_op(OpCase{"NegativeLogLikelihoodLoss", {x, t},
-                           {Attribute::make_int("ignore_index", -1)}});
+  auto out = run_op(
+      make_case("NegativeLogLikelihoodLoss", {x, t}, {Attribute::make_int("ignore_index", -1)}));
   EXPECT_TRUE(std::isnan(out[0].tensor.data<float>()[0]));
-  auto sum = run_op(OpCase{"NegativeLogLikelihoodLoss", {x, t},
-                           {Attribute::make_int("ignore_index", -1),
-                            Attribute::make_string("reduction", "sum")}});
+  auto sum = run_op(make_case(
+      "NegativeLogLikelihoodLoss", {x, t},
+      {Attribute::make_int("ignore_index", -1), Attribute::make_string("reduction", "sum")}));
   EXPECT_EQ(sum[0].tensor.data<float>()[0], 0.0f);
 }
 
@@ -147,24 +164,23 @@ TEST(LossKernels, ErrorsNameTheNode) {
     }
   };
   Tensor bad_label = tensor_of(DType::Int64, {2, 4}, {0, 1, 2, 3, 0, 0, 0, 0});
-  expect_error(OpCase{"NegativeLogLikelihoodLoss", {x, bad_label}, {}}, "label out of range");
-  expect_error(OpCase{"SoftmaxCrossEntropyLoss", {x, bad_label}, {}}, "label out of range");
+  expect_error(make_case("NegativeLogLikelihoodLoss", {x, bad_label}, {}), "label out of range");
+  expect_error(make_case("SoftmaxCrossEntropyLoss", {x, bad_label}, {}), "label out of range");
   Tensor neg = tensor_of(DType::Int32, {2, 4}, {0, -1, 2, 1, 0, 0, 0, 0});
-  expect_error(OpCase{"NegativeLogLikelihoodLoss", {x, neg}, {}}, "negative label");
+  expect_error(make_case("NegativeLogLikelihoodLoss", {x, neg}, {}), "negative label");
   Tensor wrong_shape = tensor_of(DType::Int64, {2, 3}, {0, 0, 0, 0, 0, 0});
-  expect_error(OpCase{"NegativeLogLikelihoodLoss", {x, wrong_shape}, {}}, "target shape");
+  expect_error(make_case("NegativeLogLikelihoodLoss", {x, wrong_shape}, {}), "target shape");
   Tensor ok = tensor_of(DType::Int64, {2, 4}, {0, 1, 2, 1, 0, 0, 0, 0});
-  expect_error(OpCase{"NegativeLogLikelihoodLoss",
-                      {x, ok},
-                      {Attribute::make_string("reduction", "max")}},
-               "reduction");
-  expect_error(OpCase{"NegativeLogLikelihoodLoss", {x, ok, random_tensor(DType::Float32, {4}, 1)},
-                      {}},
-               "weight size");
-  expect_error(OpCase{"NegativeLogLikelihoodLoss", {random_tensor(DType::Float32, {3}, 1),
-                                                     tensor_of(DType::Int64, {}, {0})},
-                      {}},
-               "rank 1 input");
+  expect_error(
+      make_case("NegativeLogLikelihoodLoss", {x, ok}, {Attribute::make_string("reduction", "max")}),
+      "reduction");
+  expect_error(
+      make_case("NegativeLogLikelihoodLoss", {x, ok, random_tensor(DType::Float32, {4}, 1)}, {}),
+      "weight size");
+  expect_error(
+      make_case("NegativeLogLikelihoodLoss",
+                {random_tensor(DType::Float32, {3}, 1), tensor_of(DType::Int64, {}, {0})}, {}),
+      "rank 1 input");
 }
 
 }  // namespace

@@ -40,8 +40,10 @@ Inputs make_inputs(const RnnConfig& c, DType dt, uint64_t seed) {
   int64_t dirs = c.direction == "bidirectional" ? 2 : 1;
   int64_t g = gates_of(c.op);
   Inputs in;
-  in.x = random_tensor(dt, c.layout ? std::vector<int64_t>{c.batch, c.seq, c.input}
-                                    : std::vector<int64_t>{c.seq, c.batch, c.input}, seed);
+  in.x = random_tensor(dt,
+                       c.layout ? std::vector<int64_t>{c.batch, c.seq, c.input}
+                                : std::vector<int64_t>{c.seq, c.batch, c.input},
+                       seed);
   in.w = random_tensor(dt, {dirs, g * c.hidden, c.input}, seed + 1, -0.7, 0.7);
   in.r = random_tensor(dt, {dirs, g * c.hidden, c.hidden}, seed + 2, -0.7, 0.7);
   in.b = random_tensor(dt, {dirs, 2 * g * c.hidden}, seed + 3, -0.5, 0.5);
@@ -85,14 +87,19 @@ std::vector<std::vector<double>> reference(const RnnConfig& c, const Inputs& in)
     if (c.op == "GRU") acts = {"Sigmoid", "Tanh"};
     if (c.op == "LSTM") acts = {"Sigmoid", "Tanh", "Tanh"};
   }
-  if (acts.size() == per && dirs == 2) acts.insert(acts.end(), acts.begin(), acts.end());
+  if (acts.size() == per && dirs == 2) {
+    std::vector<std::string> once = acts;
+    acts.insert(acts.end(), once.begin(), once.end());
+  }
   auto xs = [&](int64_t t, int64_t b, int64_t i) {
     return c.layout ? x[(b * T + t) * I + i] : x[(t * B + b) * I + i];
   };
   auto st = [&](const std::vector<double>& v, int64_t d, int64_t b, int64_t k) {
     return c.layout ? v[(b * dirs + d) * H + k] : v[(d * B + b) * H + k];
   };
-  auto cl = [&](double v) { return c.clip > 0 ? std::clamp(v, -(double)c.clip, (double)c.clip) : v; };
+  auto cl = [&](double v) {
+    return c.clip > 0 ? std::clamp(v, -(double)c.clip, (double)c.clip) : v;
+  };
   std::vector<double> y(T * dirs * B * H, 0.0), yh(dirs * B * H), yc(dirs * B * H);
   for (int64_t d = 0; d < dirs; ++d) {
     // alpha/beta are consumed by the functions that use them, in order; all tests use them on
@@ -136,8 +143,9 @@ std::vector<std::vector<double>> reference(const RnnConfig& c, const Inputs& in)
             rh[k] = rr[k] * h[k];
           }
           for (int64_t k = 0; k < H; ++k) {
-            double pre = c.linear_before_reset ? lin(2 * H + k, false, h) + rr[k] * rec(2 * H + k, h)
-                                               : lin(2 * H + k, false, h) + rec(2 * H + k, rh);
+            double pre = c.linear_before_reset
+                             ? lin(2 * H + k, false, h) + rr[k] * rec(2 * H + k, h)
+                             : lin(2 * H + k, false, h) + rec(2 * H + k, rh);
             double cand = f(1, cl(pre));
             nh[k] = (1 - z[k]) * cand + z[k] * h[k];
           }
@@ -145,8 +153,9 @@ std::vector<std::vector<double>> reference(const RnnConfig& c, const Inputs& in)
           std::vector<double> nc(H);
           for (int64_t k = 0; k < H; ++k) {
             double i_g = f(0, cl(lin(k, true, h) + p[d * 3 * H + k] * cs[k]));
-            double f_g = c.input_forget ? 1 - i_g
-                                        : f(0, cl(lin(2 * H + k, true, h) + p[d * 3 * H + 2 * H + k] * cs[k]));
+            double f_g = c.input_forget
+                             ? 1 - i_g
+                             : f(0, cl(lin(2 * H + k, true, h) + p[d * 3 * H + 2 * H + k] * cs[k]));
             double cand = f(1, cl(lin(3 * H + k, true, h)));
             nc[k] = f_g * cs[k] + i_g * cand;
             double o_g = f(0, cl(lin(H + k, true, h) + p[d * 3 * H + H + k] * nc[k]));
@@ -156,7 +165,8 @@ std::vector<std::vector<double>> reference(const RnnConfig& c, const Inputs& in)
         }
         h = nh;
         for (int64_t k = 0; k < H; ++k) {
-          size_t idx = c.layout ? ((b * T + t) * dirs + d) * H + k : ((t * dirs + d) * B + b) * H + k;
+          size_t idx =
+              c.layout ? ((b * T + t) * dirs + d) * H + k : ((t * dirs + d) * B + b) * H + k;
           y[idx] = h[k];
         }
       }
@@ -199,8 +209,10 @@ void check(const RnnConfig& c, DType dt, double tol) {
     a.strings = c.activations;
     oc.attributes.push_back(a);
   }
-  if (!c.alphas.empty()) oc.attributes.push_back(ir::Attribute::make_floats("activation_alpha", c.alphas));
-  if (!c.betas.empty()) oc.attributes.push_back(ir::Attribute::make_floats("activation_beta", c.betas));
+  if (!c.alphas.empty())
+    oc.attributes.push_back(ir::Attribute::make_floats("activation_alpha", c.alphas));
+  if (!c.betas.empty())
+    oc.attributes.push_back(ir::Attribute::make_floats("activation_beta", c.betas));
   oc.num_outputs = c.op == "LSTM" ? 3 : 2;
   auto out = run_op(oc);
   auto ref = reference(c, in);
@@ -210,7 +222,8 @@ void check(const RnnConfig& c, DType dt, double tol) {
     auto got = to_doubles(t);
     ASSERT_EQ(got.size(), ref[i].size()) << "output " << i;
     for (size_t k = 0; k < got.size(); ++k)
-      ASSERT_NEAR(got[k], ref[i][k], tol * (1 + std::fabs(ref[i][k]))) << "output " << i << " at " << k;
+      ASSERT_NEAR(got[k], ref[i][k], tol * (1 + std::fabs(ref[i][k])))
+          << "output " << i << " at " << k;
   }
 }
 

@@ -170,11 +170,12 @@ TEST_P(SequenceDtypes, SplitThenConcatRoundTrips) {
     ir::Value* in = c.tensor("x", x);
     ir::Value* seq = c.op("SplitToSequence", {in}, {ir::Attribute::make_int("axis", axis)});
     ir::Value* back = c.op("ConcatFromSequence", {seq}, {ir::Attribute::make_int("axis", axis)});
-    ir::Value* squeezed = c.op("SplitToSequence", {in}, {ir::Attribute::make_int("axis", axis),
-                                                         ir::Attribute::make_int("keepdims", 0)});
-    ir::Value* stacked = c.op("ConcatFromSequence", {squeezed},
-                              {ir::Attribute::make_int("axis", axis),
-                               ir::Attribute::make_int("new_axis", 1)});
+    ir::Value* squeezed =
+        c.op("SplitToSequence", {in},
+             {ir::Attribute::make_int("axis", axis), ir::Attribute::make_int("keepdims", 0)});
+    ir::Value* stacked =
+        c.op("ConcatFromSequence", {squeezed},
+             {ir::Attribute::make_int("axis", axis), ir::Attribute::make_int("new_axis", 1)});
     auto out = c.run({seq, back, squeezed, stacked});
     std::vector<ir::Tensor> rows, flat;
     for (int64_t k = 0; k < x.dim(static_cast<int64_t>(a)); ++k) {
@@ -195,8 +196,8 @@ TEST_P(SequenceDtypes, SplitSizes) {
   ir::Value* in = c.tensor("x", x);
   ir::Tensor chunk(DType::Int32, {});
   chunk.data<int32_t>()[0] = 3;
-  ir::Value* by_chunk = c.op("SplitToSequence", {in, c.tensor("chunk", chunk)},
-                             {ir::Attribute::make_int("axis", 1)});
+  ir::Value* by_chunk =
+      c.op("SplitToSequence", {in, c.tensor("chunk", chunk)}, {ir::Attribute::make_int("axis", 1)});
   ir::Value* by_sizes = c.op("SplitToSequence", {in, c.tensor("sizes", int64_tensor({1, 0, 3}))},
                              {ir::Attribute::make_int("axis", -2)});
   ir::Value* concat = c.op("ConcatFromSequence", {by_chunk}, {ir::Attribute::make_int("axis", 1)});
@@ -239,8 +240,9 @@ TEST(ConcatFromSequence, StacksAtLastAxis) {
                                    random_tensor(DType::BFloat16, {2, 3}, 42)};
   GraphCase c;
   ir::Value* seq = c.sequence("seq", DType::BFloat16, items);
-  ir::Value* out = c.op("ConcatFromSequence", {seq}, {ir::Attribute::make_int("axis", -1),
-                                                      ir::Attribute::make_int("new_axis", 1)});
+  ir::Value* out =
+      c.op("ConcatFromSequence", {seq},
+           {ir::Attribute::make_int("axis", -1), ir::Attribute::make_int("new_axis", 1)});
   ir::Tensor got = c.run1(out).tensor;
   ASSERT_EQ(got.shape(), (std::vector<int64_t>{2, 3, 2}));
   for (int64_t i = 0; i < 6; ++i)
@@ -334,13 +336,15 @@ TEST(SequenceErrors, DtypeAndShapeMismatches) {
   {
     GraphCase c;
     ir::Value* seq = c.sequence("seq", DType::Float32, {random_tensor(DType::Float32, {2}, 1)});
-    ir::Value* ins = c.op("SequenceInsert", {seq, c.tensor("x", random_tensor(DType::Int32, {2}, 2))});
+    ir::Value* ins =
+        c.op("SequenceInsert", {seq, c.tensor("x", random_tensor(DType::Int32, {2}, 2))});
     expect_error([&] { c.run1(ins); }, ErrorCode::InvalidModel, "[SequenceInsert] node");
   }
   {
     GraphCase c;
-    ir::Value* seq = c.sequence("seq", DType::Float32, {random_tensor(DType::Float32, {2, 3}, 1),
-                                                        random_tensor(DType::Float32, {3, 3}, 2)});
+    ir::Value* seq = c.sequence(
+        "seq", DType::Float32,
+        {random_tensor(DType::Float32, {2, 3}, 1), random_tensor(DType::Float32, {3, 3}, 2)});
     ir::Value* cat = c.op("ConcatFromSequence", {seq}, {ir::Attribute::make_int("axis", 1)});
     expect_error([&] { c.run1(cat); }, ErrorCode::InvalidArgument,
                  "[ConcatFromSequence] node 'ConcatFromSequence_0': element 1 has shape 3x3");

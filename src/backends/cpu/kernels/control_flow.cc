@@ -34,8 +34,8 @@ ir::Tensor slice_along(backends::KernelContext& ctx, const ir::Tensor& src, size
 // (`axis_attr`, counted in the output's rank; `reverse` stacks the last iteration first).
 // With no iterations, the dtype and the other dims come from the body's static type `type`.
 void stack_iterations(backends::KernelContext& ctx, size_t out_index,
-                      const std::vector<ir::Tensor>& items, const ir::Type& type,
-                      int64_t axis_attr, bool reverse, size_t scan_index) {
+                      const std::vector<ir::Tensor>& items, const ir::Type& type, int64_t axis_attr,
+                      bool reverse, size_t scan_index) {
   if (items.empty()) {
     if (!type.is_tensor() || type.dtype == DType::Undefined)
       ctx.fail("scan output {} ran no iteration and its dtype is not known", scan_index);
@@ -163,8 +163,8 @@ class ScanKernel : public backends::Kernel {
     const ir::Node& node = init.node;
     size_t num_scan_in = static_cast<size_t>(node.attr_int("num_scan_inputs"));
     SY_CHECK(num_scan_in >= 1 && num_scan_in <= node.num_inputs(), InvalidModel,
-             "{}: attribute 'num_scan_inputs' {} must be in [1, {}]", node.describe(),
-             num_scan_in, node.num_inputs());
+             "{}: attribute 'num_scan_inputs' {} must be in [1, {}]", node.describe(), num_scan_in,
+             node.num_inputs());
     num_states_ = node.num_inputs() - num_scan_in;
     SY_CHECK(node.num_outputs() >= num_states_, InvalidModel,
              "{}: has {} outputs, fewer than its {} state values", node.describe(),
@@ -172,22 +172,23 @@ class ScanKernel : public backends::Kernel {
     size_t num_scan_out = node.num_outputs() - num_states_;
     in_axes_ = node.attr_ints("scan_input_axes", std::vector<int64_t>(num_scan_in, 0));
     out_axes_ = node.attr_ints("scan_output_axes", std::vector<int64_t>(num_scan_out, 0));
-    for (int64_t d : node.attr_ints("scan_input_directions",
-                                    std::vector<int64_t>(num_scan_in, 0)))
+    for (int64_t d : node.attr_ints("scan_input_directions", std::vector<int64_t>(num_scan_in, 0)))
       in_reverse_.push_back(d != 0);
-    for (int64_t d : node.attr_ints("scan_output_directions",
-                                    std::vector<int64_t>(num_scan_out, 0)))
+    for (int64_t d :
+         node.attr_ints("scan_output_directions", std::vector<int64_t>(num_scan_out, 0)))
       out_reverse_.push_back(d != 0);
     SY_CHECK(in_axes_.size() == num_scan_in && in_reverse_.size() == num_scan_in &&
                  out_axes_.size() == num_scan_out && out_reverse_.size() == num_scan_out,
-             InvalidModel, "{}: scan axis and direction attributes need {} input and {} output "
-             "entries", node.describe(), num_scan_in, num_scan_out);
+             InvalidModel,
+             "{}: scan axis and direction attributes need {} input and {} output "
+             "entries",
+             node.describe(), num_scan_in, num_scan_out);
     const ir::Graph& body = body_->graph();
-    SY_CHECK(body.inputs().size() == node.num_inputs() &&
-                 body.outputs().size() == node.num_outputs(),
-             InvalidModel, "{}: body '{}' has {} inputs and {} outputs, expected {} and {}",
-             node.describe(), body.name(), body.inputs().size(), body.outputs().size(),
-             node.num_inputs(), node.num_outputs());
+    SY_CHECK(
+        body.inputs().size() == node.num_inputs() && body.outputs().size() == node.num_outputs(),
+        InvalidModel, "{}: body '{}' has {} inputs and {} outputs, expected {} and {}",
+        node.describe(), body.name(), body.inputs().size(), body.outputs().size(),
+        node.num_inputs(), node.num_outputs());
     for (size_t j = 0; j < num_scan_out; ++j)
       scan_types_.push_back(body.outputs()[num_states_ + j]->type());
   }
@@ -279,8 +280,7 @@ class SequenceMapKernel : public backends::Kernel {
         if (!out[o].is_tensor()) ctx.fail("body output {} is not a tensor for element {}", o, t);
         if (!results[o].empty() && out[o].tensor.dtype() != results[o][0].dtype())
           ctx.fail("body output {} is {} for element {} but {} for element 0", o,
-                   ir::dtype_name(out[o].tensor.dtype()), t,
-                   ir::dtype_name(results[o][0].dtype()));
+                   ir::dtype_name(out[o].tensor.dtype()), t, ir::dtype_name(results[o][0].dtype()));
         results[o].push_back(std::move(out[o].tensor));
       }
     }
@@ -297,13 +297,36 @@ class SequenceMapKernel : public backends::Kernel {
   std::vector<DType> out_dtypes_;
 };
 
+// A control-flow node runs on the CPU only if every node of its bodies does; the reason names
+// the first body node that cannot. KernelDef::check sees no registry, so this asks the CPU
+// registry itself.
+backends::Support bodies_supported(const ir::Node& node) {
+  for (const ir::Graph* body : node.subgraphs()) {
+    for (const auto& n : body->nodes()) {
+      backends::Support s;
+      try {
+        s = cpu_kernels().supports(*n);
+      } catch (const Error& e) {
+        s = backends::Support::no(e.what());
+      }
+      if (!s.ok)
+        return backends::Support::no(
+            fmt::format("body '{}' node '{}': {}", body->name(), n->name(), s.reason));
+    }
+  }
+  return backends::Support::yes();
+}
+
 }  // namespace
 
 void register_control_flow_kernels(backends::KernelRegistry& r) {
-  r.add<IfKernel>(ops::OpKind::If, {DType::Bool});
-  r.add<LoopKernel>(ops::OpKind::Loop, {DType::Int64});
-  r.add<ScanKernel>(ops::OpKind::Scan, {});
-  r.add<SequenceMapKernel>(ops::OpKind::SequenceMap, {});
+  auto add = [&r](ops::OpKind op, std::vector<DType> dtypes, auto factory) {
+    r.add(backends::KernelDef{op, std::move(dtypes), 0, bodies_supported, std::move(factory)});
+  };
+  add(ops::OpKind::If, {DType::Bool}, backends::make_factory<IfKernel>());
+  add(ops::OpKind::Loop, {DType::Int64}, backends::make_factory<LoopKernel>());
+  add(ops::OpKind::Scan, {}, backends::make_factory<ScanKernel>());
+  add(ops::OpKind::SequenceMap, {}, backends::make_factory<SequenceMapKernel>());
 }
 
 }  // namespace switchyard::cpu

@@ -41,7 +41,8 @@ std::vector<int64_t> ConvDims::out_shape() const {
 
 ConvDims forward_conv_dims(const backends::KernelContext& ctx, const ir::Tensor& x,
                            const ir::Tensor& w, int64_t group) {
-  if (x.rank() < 3) ctx.fail("input X has shape {}, expected rank >= 3", ir::shape_to_string(x.shape()));
+  if (x.rank() < 3)
+    ctx.fail("input X has shape {}, expected rank >= 3", ir::shape_to_string(x.shape()));
   if (w.rank() != x.rank())
     ctx.fail("weight W has shape {}, expected rank {} like X {}", ir::shape_to_string(w.shape()),
              x.rank(), ir::shape_to_string(x.shape()));
@@ -104,10 +105,12 @@ namespace {
 // The pieces of a oneDNN convolution or deconvolution prepared for one shape signature.
 struct DnnlConvPlan {
   dnnl::primitive primitive;
-  dnnl::memory::desc src_md, dst_md, bias_md;
-  dnnl::memory::desc user_weights_md;  // the weights as the graph stores them
-  dnnl::memory::desc weights_md;       // the layout the primitive wants
-  dnnl::memory packed_weights;         // weights_md copy of constant weights (else empty)
+  dnnl::memory::desc src_md, dst_md, bias_md;   // the layouts the primitive wants
+  dnnl::memory::desc user_src_md, user_dst_md;  // plain NCHW, as the graph stores them
+  dnnl::reorder src_reorder, dst_reorder;       // set when the layouts differ
+  dnnl::memory::desc user_weights_md;           // the weights as the graph stores them
+  dnnl::memory::desc weights_md;                // the layout the primitive wants
+  dnnl::memory packed_weights;                  // weights_md copy of constant weights (else empty)
 };
 
 struct ConvPlan {
@@ -116,8 +119,8 @@ struct ConvPlan {
 };
 
 // Runs a prepared oneDNN plan on x, w, b (b may be null), writing y.
-void run_dnnl_plan(const backends::KernelContext& ctx, const DnnlConvPlan& plan,
-                   const ir::Tensor& x, const ir::Tensor& w, const ir::Tensor* b, ir::Tensor& y) {
+void run_dnnl_plan(backends::KernelContext& ctx, const DnnlConvPlan& plan, const ir::Tensor& x,
+                   const ir::Tensor& w, const ir::Tensor* b, ir::Tensor& y) {
   dnnl::memory weights;
   if (plan.packed_weights) {
     weights = plan.packed_weights;
@@ -130,20 +133,45 @@ void run_dnnl_plan(const backends::KernelContext& ctx, const DnnlConvPlan& plan,
       reorder_memory(user, weights);
     }
   }
-  std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, wrap_memory(x, plan.src_md)},
-                                                {DNNL_ARG_WEIGHTS, weights},
-                                                {DNNL_ARG_DST, wrap_memory(y, plan.dst_md)}};
+  // Activations in a blocked layout go through scratch buffers from the run's pool.
+  std::shared_ptr<void> src_buf, dst_buf;
+  dnnl::memory src = wrap_memory(x, plan.user_src_md), dst = wrap_memory(y, plan.user_dst_md);
+  dnnl::memory conv_src = src, conv_dst = dst;
+  if (plan.src_reorder) {
+    src_buf = ctx.scratch(plan.src_md.get_size());
+    conv_src = wrap_memory(src_buf.get(), plan.src_md);
+    execute_primitive(ctx, plan.src_reorder, {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, conv_src}});
+  }
+  if (plan.dst_reorder) {
+    dst_buf = ctx.scratch(plan.dst_md.get_size());
+    conv_dst = wrap_memory(dst_buf.get(), plan.dst_md);
+  }
+  std::unordered_map<int, dnnl::memory> args = {
+      {DNNL_ARG_SRC, conv_src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, conv_dst}};
   if (b) args[DNNL_ARG_BIAS] = wrap_memory(*b, plan.bias_md);
   execute_primitive(ctx, plan.primitive, args);
+  if (plan.dst_reorder)
+    execute_primitive(ctx, plan.dst_reorder, {{DNNL_ARG_FROM, conv_dst}, {DNNL_ARG_TO, dst}});
 }
 
 // Finishes a oneDNN plan whose primitive descriptor is known: packs constant weights.
 template <typename Primitive>
-std::shared_ptr<DnnlConvPlan> finish_plan(const typename Primitive::primitive_desc& pd, dnnl::memory::desc user_w,
-                                          const ir::Tensor& w, bool constant_weights) {
+std::shared_ptr<DnnlConvPlan> finish_plan(const typename Primitive::primitive_desc& pd,
+                                          const dnnl::memory::desc& user_src,
+                                          const dnnl::memory::desc& user_dst,
+                                          const dnnl::memory::desc& user_w, const ir::Tensor& w,
+                                          bool constant_weights) {
   auto plan = std::make_shared<DnnlConvPlan>();
   plan->src_md = pd.src_desc();
   plan->dst_md = pd.dst_desc();
+  plan->user_src_md = user_src;
+  plan->user_dst_md = user_dst;
+  if (plan->src_md != user_src)
+    plan->src_reorder = dnnl::reorder(
+        dnnl::reorder::primitive_desc(dnnl_engine(), user_src, dnnl_engine(), plan->src_md));
+  if (plan->dst_md != user_dst)
+    plan->dst_reorder = dnnl::reorder(
+        dnnl::reorder::primitive_desc(dnnl_engine(), plan->dst_md, dnnl_engine(), user_dst));
   plan->bias_md = pd.bias_desc();
   plan->weights_md = pd.weights_desc();
   plan->user_weights_md = user_w;
@@ -158,8 +186,7 @@ std::shared_ptr<DnnlConvPlan> finish_plan(const typename Primitive::primitive_de
 class ConvKernel : public backends::Kernel {
  public:
   explicit ConvKernel(const backends::KernelInit& init)
-      : group_(init.node.attr_int("group", 1)),
-        constant_weights_(input_is_constant(init.node, 1)) {
+      : group_(init.node.attr_int("group", 1)), constant_weights_(input_is_constant(init.node, 1)) {
     SY_CHECK(group_ >= 1, InvalidModel, "{}: group must be >= 1, got {}", init.node.describe(),
              group_);
   }
@@ -201,9 +228,8 @@ class ConvKernel : public backends::Kernel {
   }
 
  private:
-  std::shared_ptr<const ConvPlan> make_plan(const backends::KernelContext& ctx,
-                                            const ir::Tensor& x, const ir::Tensor& w,
-                                            const ir::Tensor* b) const {
+  std::shared_ptr<const ConvPlan> make_plan(const backends::KernelContext& ctx, const ir::Tensor& x,
+                                            const ir::Tensor& w, const ir::Tensor* b) const {
     auto plan = std::make_shared<ConvPlan>();
     plan->dims = forward_conv_dims(ctx, x, w, group_);
     const ConvDims& d = plan->dims;
@@ -211,8 +237,7 @@ class ConvKernel : public backends::Kernel {
       ctx.fail("bias B has shape {}, expected [{}]", ir::shape_to_string(b->shape()),
                d.out_channels);
     size_t spatial = d.in.size();
-    if (x.dtype() != DType::Float32 || spatial > 3 || x.numel() == 0 ||
-        product(d.out_shape()) == 0)
+    if (x.dtype() != DType::Float32 || spatial > 3 || x.numel() == 0 || product(d.out_shape()) == 0)
       return plan;
     using dt = dnnl::memory::data_type;
     std::vector<int64_t> wdims = w.shape();
@@ -227,14 +252,21 @@ class ConvKernel : public backends::Kernel {
     try {
       dnnl::memory::desc src = plain_desc(x.shape(), dt::f32);
       dnnl::memory::desc dst = plain_desc(d.out_shape(), dt::f32);
+      // Spatial kernels run markedly faster (reorders included) on oneDNN's blocked
+      // activation layouts; 1x1 kernels are plain GEMMs on NCHW and stay there.
+      bool blocked = d.kernel_size() > 1;
+      auto any_of = [](const dnnl::memory::desc& md) {
+        return dnnl::memory::desc(md.dims(), md.data_type(), dnnl::memory::format_tag::any);
+      };
       dnnl::memory::desc wany(dnnl_dims(wdims), dt::f32, dnnl::memory::format_tag::any);
       dnnl::memory::desc bias = b ? plain_desc({d.out_channels}, dt::f32) : dnnl::memory::desc();
       dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference,
-                                           dnnl::algorithm::convolution_direct, src, wany, bias,
-                                           dst, strides, dil, pl, pr);
+                                           dnnl::algorithm::convolution_direct,
+                                           blocked ? any_of(src) : src, wany, bias,
+                                           blocked ? any_of(dst) : dst, strides, dil, pl, pr);
       dnnl::convolution_forward::primitive_desc pd(desc, dnnl_engine());
-      plan->dnnl = finish_plan<dnnl::convolution_forward>(pd, plain_desc(wdims, dt::f32), w,
-                                                         constant_weights_);
+      plan->dnnl = finish_plan<dnnl::convolution_forward>(pd, src, dst, plain_desc(wdims, dt::f32),
+                                                          w, constant_weights_);
     } catch (const dnnl::error&) {
       plan->dnnl = nullptr;  // oneDNN declines this shape: the direct loop covers it
     }
@@ -380,8 +412,8 @@ class ConvTransposeKernel : public backends::Kernel {
     d.kernel = a.kernel;
     d.strides = a.strides;
     d.dilations = a.dilations;
-    std::vector<int64_t> op = output_padding_.empty() ? std::vector<int64_t>(n, 0)
-                                                      : output_padding_;
+    std::vector<int64_t> op =
+        output_padding_.empty() ? std::vector<int64_t>(n, 0) : output_padding_;
     if (op.size() != n) ctx.fail("output_padding has {} values, expected {}", op.size(), n);
     if (!output_shape_.empty() && output_shape_.size() != n && output_shape_.size() != n + 2)
       ctx.fail("output_shape has {} values, expected {}", output_shape_.size(), n);
@@ -442,11 +474,12 @@ class ConvTransposeKernel : public backends::Kernel {
       dnnl::memory::desc wany(dnnl_dims(wdims), dt::f32, dnnl::memory::format_tag::any);
       dnnl::memory::desc bias = b ? plain_desc({d.out_channels}, dt::f32) : dnnl::memory::desc();
       dnnl::deconvolution_forward::desc desc(dnnl::prop_kind::forward_inference,
-                                             dnnl::algorithm::deconvolution_direct, src, wany,
-                                             bias, dst, strides, dil, pl, pr);
+                                             dnnl::algorithm::deconvolution_direct, src, wany, bias,
+                                             dst, strides, dil, pl, pr);
       dnnl::deconvolution_forward::primitive_desc pd(desc, dnnl_engine());
       dnnl::memory::desc user_w(dnnl_dims(wdims), dt::f32, user_strides);
-      plan->dnnl = finish_plan<dnnl::deconvolution_forward>(pd, user_w, w, constant_weights_);
+      plan->dnnl =
+          finish_plan<dnnl::deconvolution_forward>(pd, src, dst, user_w, w, constant_weights_);
     } catch (const dnnl::error&) {
       plan->dnnl = nullptr;  // oneDNN declines this shape: the direct loop covers it
     }

@@ -17,9 +17,9 @@ struct ConvDims {
   int64_t group = 1;
   std::vector<int64_t> in, kernel, out, strides, dilations, pad_begin, pad_end;
 
-  int64_t in_size() const;      ///< product of input spatial dims
-  int64_t out_size() const;     ///< product of output spatial dims
-  int64_t kernel_size() const;  ///< product of kernel dims
+  int64_t in_size() const;                 ///< product of input spatial dims
+  int64_t out_size() const;                ///< product of output spatial dims
+  int64_t kernel_size() const;             ///< product of kernel dims
   std::vector<int64_t> out_shape() const;  ///< [N, M, out...]
 };
 

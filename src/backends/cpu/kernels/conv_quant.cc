@@ -125,8 +125,8 @@ class QLinearConvKernel : public backends::Kernel {
     if (y_zp.numel() != 1 || y_zp.rank() > 1)
       ctx.fail("y_zero_point has shape {}, expected a scalar", ir::shape_to_string(y_zp.shape()));
     const ir::Tensor* bias = ctx.has_input(8) ? &ctx.input(8) : nullptr;
-    if (bias && (bias->dtype() != DType::Int32 ||
-                 bias->shape() != std::vector<int64_t>{d.out_channels}))
+    if (bias &&
+        (bias->dtype() != DType::Int32 || bias->shape() != std::vector<int64_t>{d.out_channels}))
       ctx.fail("bias B must be int32 of shape [{}], got {} {}", d.out_channels,
                ir::dtype_name(bias->dtype()), ir::shape_to_string(bias->shape()));
     ir::Tensor& y = ctx.allocate_output(0, y_zp.dtype(), d.out_shape());
@@ -149,7 +149,8 @@ class QLinearConvKernel : public backends::Kernel {
           [&](int64_t i) { return ws[static_cast<size_t>(i)]; },
           [&](int64_t n, int64_t m, int64_t p, int32_t acc) {
             if (bp) acc += bp[m];
-            float v = std::nearbyint(static_cast<float>(acc) * multiplier[static_cast<size_t>(m)]) + zp;
+            float v =
+                std::nearbyint(static_cast<float>(acc) * multiplier[static_cast<size_t>(m)]) + zp;
             yp[(n * d.out_channels + m) * out_size + p] = static_cast<T>(std::clamp(v, lo, hi));
           });
     });

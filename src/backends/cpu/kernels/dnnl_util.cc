@@ -14,13 +14,20 @@ const dnnl::engine& dnnl_engine() {
 std::optional<dnnl::memory::data_type> dnnl_data_type(ir::DType dtype) {
   using dt = dnnl::memory::data_type;
   switch (dtype) {
-    case ir::DType::Float32: return dt::f32;
-    case ir::DType::Float16: return dt::f16;
-    case ir::DType::BFloat16: return dt::bf16;
-    case ir::DType::Int32: return dt::s32;
-    case ir::DType::Int8: return dt::s8;
-    case ir::DType::UInt8: return dt::u8;
-    default: return std::nullopt;
+    case ir::DType::Float32:
+      return dt::f32;
+    case ir::DType::Float16:
+      return dt::f16;
+    case ir::DType::BFloat16:
+      return dt::bf16;
+    case ir::DType::Int32:
+      return dt::s32;
+    case ir::DType::Int8:
+      return dt::s8;
+    case ir::DType::UInt8:
+      return dt::u8;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -31,13 +38,20 @@ dnnl::memory::dims dnnl_dims(const std::vector<int64_t>& dims) {
 dnnl::memory::format_tag plain_format(size_t rank) {
   using tag = dnnl::memory::format_tag;
   switch (rank) {
-    case 1: return tag::a;
-    case 2: return tag::ab;
-    case 3: return tag::abc;
-    case 4: return tag::abcd;
-    case 5: return tag::abcde;
-    case 6: return tag::abcdef;
-    default: SY_THROW(Internal, "no plain oneDNN format for rank {}", rank);
+    case 1:
+      return tag::a;
+    case 2:
+      return tag::ab;
+    case 3:
+      return tag::abc;
+    case 4:
+      return tag::abcd;
+    case 5:
+      return tag::abcde;
+    case 6:
+      return tag::abcdef;
+    default:
+      SY_THROW(Internal, "no plain oneDNN format for rank {}", rank);
   }
 }
 
@@ -72,10 +86,14 @@ void execute_primitive(const backends::KernelContext& ctx, const dnnl::primitive
 }
 
 void reorder_memory(const dnnl::memory& from, const dnnl::memory& to) {
-  dnnl::stream stream(dnnl_engine());
-  dnnl::reorder(from, to).execute(stream, const_cast<dnnl::memory&>(from),
-                                  const_cast<dnnl::memory&>(to));
-  stream.wait();
+  try {
+    dnnl::memory src = from, dst = to;
+    dnnl::stream stream(dnnl_engine());
+    dnnl::reorder(src, dst).execute(stream, src, dst);
+    stream.wait();
+  } catch (const dnnl::error& e) {
+    SY_THROW(Internal, "oneDNN reorder failed: {}", e.what());
+  }
 }
 
 size_t SignatureHash::operator()(const std::vector<int64_t>& key) const {

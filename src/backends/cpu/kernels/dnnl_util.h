@@ -56,7 +56,8 @@ class OmpThreadScope {
 void execute_primitive(const backends::KernelContext& ctx, const dnnl::primitive& primitive,
                        const std::unordered_map<int, dnnl::memory>& args);
 
-/// Copies `from` into `to` (layouts may differ) through a reorder primitive.
+/// Copies `from` into `to` (layouts may differ) through a reorder primitive; a oneDNN failure
+/// becomes a switchyard::Error (Internal).
 void reorder_memory(const dnnl::memory& from, const dnnl::memory& to);
 
 /// Hash of a shape signature (a flat list of integers).

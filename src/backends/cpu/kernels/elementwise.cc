@@ -57,11 +57,16 @@ bool has_zero_element(const ir::Tensor& t) {
     return false;
   };
   switch (ir::dtype_size(t.dtype())) {
-    case 1: return scan(uint8_t{});
-    case 2: return scan(uint16_t{});
-    case 4: return scan(uint32_t{});
-    case 8: return scan(uint64_t{});
-    default: SY_ASSERT(false);
+    case 1:
+      return scan(uint8_t{});
+    case 2:
+      return scan(uint16_t{});
+    case 4:
+      return scan(uint32_t{});
+    case 8:
+      return scan(uint64_t{});
+    default:
+      SY_ASSERT(false);
   }
   return false;
 }

@@ -2,6 +2,7 @@
 // logic and bit ops, Pow, Mod, BitShift, PRelu, the variadic Max/Min/Sum/Mean, and Where.
 // Each (op, dtype) compiles to one row function with contiguous and scalar-operand loops; the
 // driver picks same-shape and scalar fast paths, else walks a merged-dims BroadcastPlan.
+#include <cstring>
 #include <string>
 
 #include "backends/cpu/kernels/elementwise_internal.h"
@@ -116,7 +117,8 @@ struct AddOp : BinaryOp {
   template <typename V>
   V operator()(V a, V b) const {
     if constexpr (std::is_integral_v<V>) {
-      return static_cast<V>(static_cast<wide_unsigned_t<V>>(a) + static_cast<wide_unsigned_t<V>>(b));
+      return static_cast<V>(static_cast<wide_unsigned_t<V>>(a) +
+                            static_cast<wide_unsigned_t<V>>(b));
     } else {
       return a + b;
     }
@@ -127,7 +129,8 @@ struct SubOp : BinaryOp {
   template <typename V>
   V operator()(V a, V b) const {
     if constexpr (std::is_integral_v<V>) {
-      return static_cast<V>(static_cast<wide_unsigned_t<V>>(a) - static_cast<wide_unsigned_t<V>>(b));
+      return static_cast<V>(static_cast<wide_unsigned_t<V>>(a) -
+                            static_cast<wide_unsigned_t<V>>(b));
     } else {
       return a - b;
     }
@@ -138,7 +141,8 @@ struct MulOp : BinaryOp {
   template <typename V>
   V operator()(V a, V b) const {
     if constexpr (std::is_integral_v<V>) {
-      return static_cast<V>(static_cast<wide_unsigned_t<V>>(a) * static_cast<wide_unsigned_t<V>>(b));
+      return static_cast<V>(static_cast<wide_unsigned_t<V>>(a) *
+                            static_cast<wide_unsigned_t<V>>(b));
     } else {
       return a * b;
     }
@@ -151,7 +155,8 @@ struct DivOp : BinaryOp {
   template <typename V>
   V operator()(V a, V b) const {
     if constexpr (std::is_integral_v<V> && std::is_signed_v<V>) {
-      return b == -1 ? static_cast<V>(0u - static_cast<wide_unsigned_t<V>>(a)) : static_cast<V>(a / b);
+      return b == -1 ? static_cast<V>(0u - static_cast<wide_unsigned_t<V>>(a))
+                     : static_cast<V>(a / b);
     } else {
       return static_cast<V>(a / b);
     }
@@ -211,28 +216,28 @@ struct BitShiftOp : BinaryOp {
   }
 };
 
-#define SY_BIT_OP(Name, expr)                        \
-  struct Name##Op : BinaryOp {                       \
-    template <typename V>                            \
-    V operator()(V a, V b) const {                   \
-      return static_cast<V>(expr);                   \
-    }                                                \
+#define SY_BIT_OP(Name, expr)      \
+  struct Name##Op : BinaryOp {     \
+    template <typename V>          \
+    V operator()(V a, V b) const { \
+      return static_cast<V>(expr); \
+    }                              \
   };
-SY_BIT_OP(BitwiseAnd, a & b)
+SY_BIT_OP(BitwiseAnd, a& b)
 SY_BIT_OP(BitwiseOr, a | b)
 SY_BIT_OP(BitwiseXor, a ^ b)
-SY_BIT_OP(And, a && b)
+SY_BIT_OP(And, a&& b)
 SY_BIT_OP(Or, a || b)
 SY_BIT_OP(Xor, a != b)
 #undef SY_BIT_OP
 
-#define SY_COMPARE_OP(Name, expr)                    \
-  struct Name##Op : BinaryOp {                       \
-    static constexpr bool kBoolOut = true;           \
-    template <typename V>                            \
-    bool operator()(const V& a, const V& b) const {  \
-      return expr;                                   \
-    }                                                \
+#define SY_COMPARE_OP(Name, expr)                   \
+  struct Name##Op : BinaryOp {                      \
+    static constexpr bool kBoolOut = true;          \
+    template <typename V>                           \
+    bool operator()(const V& a, const V& b) const { \
+      return expr;                                  \
+    }                                               \
   };
 SY_COMPARE_OP(Equal, a == b)
 SY_COMPARE_OP(Greater, a > b)
@@ -325,7 +330,8 @@ class BinaryKernel final : public backends::Kernel {
     const ir::Tensor& a = ctx.input(0);
     const ir::Tensor& b = ctx.input(1);
     require_same_dtype(ctx, a, b, 1);
-    BinaryRow row = a.dtype() == dtype_ && row_ ? row_ : select_row<Op, Types>(a.dtype(), ctx.node());
+    BinaryRow row =
+        a.dtype() == dtype_ && row_ ? row_ : select_row<Op, Types>(a.dtype(), ctx.node());
     std::vector<int64_t> shape = broadcast_or_fail(ctx, {a.shape(), b.shape()});
     if (kUnidirectional && shape != a.shape())
       ctx.fail("slope of shape {} does not broadcast to the input's shape {}",
@@ -486,11 +492,20 @@ class WhereKernel final : public backends::Kernel {
       return;
     }
     switch (ir::dtype_size(x.dtype())) {
-      case 1: run_typed(uint8_t{}); break;
-      case 2: run_typed(uint16_t{}); break;
-      case 4: run_typed(uint32_t{}); break;
-      case 8: run_typed(uint64_t{}); break;
-      default: ctx.fail("dtype {} is not supported", ir::dtype_name(x.dtype()));
+      case 1:
+        run_typed(uint8_t{});
+        break;
+      case 2:
+        run_typed(uint16_t{});
+        break;
+      case 4:
+        run_typed(uint32_t{});
+        break;
+      case 8:
+        run_typed(uint64_t{});
+        break;
+      default:
+        ctx.fail("dtype {} is not supported", ir::dtype_name(x.dtype()));
     }
   }
 };
@@ -518,18 +533,18 @@ void register_elementwise_binary_kernels(backends::KernelRegistry& r) {
   r.add<BinaryKernel<MulOp, NumericTypes>>(K::Mul, dtypes_of(NumericTypes{}));
   r.add<BinaryKernel<DivOp, NumericTypes>>(K::Div, dtypes_of(NumericTypes{}));
   r.add<PowKernel>(K::Pow, dtypes_of(PowBaseTypes{}));
-  r.add(backends::KernelDef{K::Mod, dtypes_of(NumericTypes{}), 0, {},
-                            [](const backends::KernelInit& init) {
-                              return init.node.attr_int("fmod", 0) != 0
-                                         ? make_kernel<BinaryKernel<ModOp<true>, NumericTypes>>(init)
-                                         : make_kernel<BinaryKernel<ModOp<false>, NumericTypes>>(init);
-                            }});
-  r.add(backends::KernelDef{K::BitShift, dtypes_of(UnsignedIntTypes{}), 0, {},
-                            [](const backends::KernelInit& init) {
-                              return init.node.attr_string("direction") == "LEFT"
-                                         ? make_kernel<BinaryKernel<BitShiftOp<true>, UnsignedIntTypes>>(init)
-                                         : make_kernel<BinaryKernel<BitShiftOp<false>, UnsignedIntTypes>>(init);
-                            }});
+  r.add(backends::KernelDef{
+      K::Mod, dtypes_of(NumericTypes{}), 0, {}, [](const backends::KernelInit& init) {
+        return init.node.attr_int("fmod", 0) != 0
+                   ? make_kernel<BinaryKernel<ModOp<true>, NumericTypes>>(init)
+                   : make_kernel<BinaryKernel<ModOp<false>, NumericTypes>>(init);
+      }});
+  r.add(backends::KernelDef{
+      K::BitShift, dtypes_of(UnsignedIntTypes{}), 0, {}, [](const backends::KernelInit& init) {
+        return init.node.attr_string("direction") == "LEFT"
+                   ? make_kernel<BinaryKernel<BitShiftOp<true>, UnsignedIntTypes>>(init)
+                   : make_kernel<BinaryKernel<BitShiftOp<false>, UnsignedIntTypes>>(init);
+      }});
   r.add<BinaryKernel<BitwiseAndOp, IntTypes>>(K::BitwiseAnd, dtypes_of(IntTypes{}));
   r.add<BinaryKernel<BitwiseOrOp, IntTypes>>(K::BitwiseOr, dtypes_of(IntTypes{}));
   r.add<BinaryKernel<BitwiseXorOp, IntTypes>>(K::BitwiseXor, dtypes_of(IntTypes{}));

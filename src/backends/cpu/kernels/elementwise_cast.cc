@@ -69,9 +69,8 @@ CastFn select_cast(DType from, DType to, const ir::Node& node) {
       to == DType::String)
     return fn;
   dispatch(AllPodTypes{}, from, node, [&](auto from_tag) {
-    dispatch(AllPodTypes{}, to, node, [&](auto to_tag) {
-      fn = &cast_loop<decltype(from_tag), decltype(to_tag)>;
-    });
+    dispatch(AllPodTypes{}, to, node,
+             [&](auto to_tag) { fn = &cast_loop<decltype(from_tag), decltype(to_tag)>; });
   });
   return fn;
 }
@@ -198,7 +197,8 @@ T parse_value(const backends::KernelContext& ctx, const std::string& text, int64
     auto r = std::from_chars(s.data(), s.data() + s.size(), w);
     if (s.empty() || r.ptr != s.data() + s.size() || r.ec == std::errc::invalid_argument)
       bad("not an integer");
-    if (r.ec == std::errc::result_out_of_range || w < static_cast<W>(std::numeric_limits<T>::min()) ||
+    if (r.ec == std::errc::result_out_of_range ||
+        w < static_cast<W>(std::numeric_limits<T>::min()) ||
         w > static_cast<W>(std::numeric_limits<T>::max()))
       bad("out of range");
     return static_cast<T>(w);
@@ -219,8 +219,7 @@ class CastKernel final : public backends::Kernel {
   explicit CastKernel(const backends::KernelInit& init)
       : cast_like_(ops::kind_of(init.node) == ops::OpKind::CastLike),
         from_(declared(init.node, 0)),
-        to_(cast_like_ ? declared(init.node, 1)
-                       : static_cast<DType>(init.node.attr_int("to"))),
+        to_(cast_like_ ? declared(init.node, 1) : static_cast<DType>(init.node.attr_int("to"))),
         fn_(select_cast(from_, to_, init.node)) {}
 
   void run(backends::KernelContext& ctx) const override {
@@ -245,8 +244,8 @@ class CastKernel final : public backends::Kernel {
         for (int64_t i = 0; i < n; ++i) dst[i] = format_value(src[i]);
       });
     } else {
-      CastFn fn = x.dtype() == from_ && to == to_ && fn_ ? fn_
-                                                          : select_cast(x.dtype(), to, ctx.node());
+      CastFn fn =
+          x.dtype() == from_ && to == to_ && fn_ ? fn_ : select_cast(x.dtype(), to, ctx.node());
       fn(x.raw(), y.raw(), n, ctx.num_threads());
     }
   }

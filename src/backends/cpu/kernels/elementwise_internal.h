@@ -42,8 +42,8 @@ class BroadcastPlan {
   size_t num_inputs_ = 0;
   int64_t numel_ = 0;
   int64_t inner_ = 1;
-  std::vector<int64_t> outer_dims_;              // merged dims without the innermost
-  std::vector<std::vector<int64_t>> strides_;    // per input, per outer dim
+  std::vector<int64_t> outer_dims_;            // merged dims without the innermost
+  std::vector<std::vector<int64_t>> strides_;  // per input, per outer dim
   std::vector<bool> inner_vec_;
 };
 

@@ -33,13 +33,13 @@ struct UnaryOp {
   explicit UnaryOp(const ir::Node&) {}
 };
 
-#define SY_FLOAT_UNARY(Name, expr)                      \
-  struct Name##Op : UnaryOp {                           \
-    using UnaryOp::UnaryOp;                             \
-    template <typename V>                               \
-    V operator()(V x) const {                           \
-      return expr;                                      \
-    }                                                   \
+#define SY_FLOAT_UNARY(Name, expr) \
+  struct Name##Op : UnaryOp {      \
+    using UnaryOp::UnaryOp;        \
+    template <typename V>          \
+    V operator()(V x) const {      \
+      return expr;                 \
+    }                              \
   };
 SY_FLOAT_UNARY(Acos, std::acos(x))
 SY_FLOAT_UNARY(Acosh, std::acosh(x))
@@ -62,7 +62,7 @@ SY_FLOAT_UNARY(Floor, std::floor(x))
 // Round: half to even, as the spec says (nearbyint in the default rounding mode).
 SY_FLOAT_UNARY(Round, std::nearbyint(x))
 SY_FLOAT_UNARY(Softsign, x / (V(1) + std::abs(x)))
-SY_FLOAT_UNARY(HardSwish, x * std::max(V(0), std::min(V(1), x / V(6) + V(0.5))))
+SY_FLOAT_UNARY(HardSwish, x* std::max(V(0), std::min(V(1), x / V(6) + V(0.5))))
 #undef SY_FLOAT_UNARY
 
 template <typename V>
@@ -80,26 +80,34 @@ V softplus(V x) {
 struct SigmoidOp : UnaryOp {
   using UnaryOp::UnaryOp;
   template <typename V>
-  V operator()(V x) const { return sigmoid(x); }
+  V operator()(V x) const {
+    return sigmoid(x);
+  }
 };
 
 struct SoftplusOp : UnaryOp {
   using UnaryOp::UnaryOp;
   template <typename V>
-  V operator()(V x) const { return softplus(x); }
+  V operator()(V x) const {
+    return softplus(x);
+  }
 };
 
 struct MishOp : UnaryOp {
   using UnaryOp::UnaryOp;
   template <typename V>
-  V operator()(V x) const { return x * std::tanh(softplus(x)); }
+  V operator()(V x) const {
+    return x * std::tanh(softplus(x));
+  }
 };
 
 struct ReciprocalOp : UnaryOp {
   using UnaryOp::UnaryOp;
   static constexpr int64_t kGrain = kCheapGrain;
   template <typename V>
-  V operator()(V x) const { return V(1) / x; }
+  V operator()(V x) const {
+    return V(1) / x;
+  }
 };
 
 struct AbsOp : UnaryOp {
@@ -121,7 +129,9 @@ struct NegOp : UnaryOp {
   using UnaryOp::UnaryOp;
   static constexpr int64_t kGrain = kCheapGrain;
   template <typename V>
-  V operator()(V x) const { return negate(x); }
+  V operator()(V x) const {
+    return negate(x);
+  }
 };
 
 struct SignOp : UnaryOp {
@@ -146,7 +156,9 @@ struct BitwiseNotOp : UnaryOp {
   using UnaryOp::UnaryOp;
   static constexpr int64_t kGrain = kCheapGrain;
   template <typename V>
-  V operator()(V x) const { return static_cast<V>(~x); }
+  V operator()(V x) const {
+    return static_cast<V>(~x);
+  }
 };
 
 struct IsNaNOp : UnaryOp {
@@ -154,7 +166,9 @@ struct IsNaNOp : UnaryOp {
   static constexpr bool kBoolOut = true;
   static constexpr int64_t kGrain = kCheapGrain;
   template <typename V>
-  bool operator()(V x) const { return std::isnan(x); }
+  bool operator()(V x) const {
+    return std::isnan(x);
+  }
 };
 
 struct IsInfOp : UnaryOp {
@@ -176,7 +190,9 @@ struct ReluOp : UnaryOp {
   using UnaryOp::UnaryOp;
   static constexpr int64_t kGrain = kCheapGrain;
   template <typename V>
-  V operator()(V x) const { return x > V(0) ? x : V(0); }
+  V operator()(V x) const {
+    return x > V(0) ? x : V(0);
+  }
 };
 
 struct LeakyReluOp : UnaryOp {
@@ -184,16 +200,19 @@ struct LeakyReluOp : UnaryOp {
   float alpha_;
   explicit LeakyReluOp(const ir::Node& n) : UnaryOp(n), alpha_(n.attr_float("alpha", 0.01f)) {}
   template <typename V>
-  V operator()(V x) const { return x < V(0) ? V(alpha_) * x : x; }
+  V operator()(V x) const {
+    return x < V(0) ? V(alpha_) * x : x;
+  }
 };
 
 struct ThresholdedReluOp : UnaryOp {
   static constexpr int64_t kGrain = kCheapGrain;
   float alpha_;
-  explicit ThresholdedReluOp(const ir::Node& n)
-      : UnaryOp(n), alpha_(n.attr_float("alpha", 1.0f)) {}
+  explicit ThresholdedReluOp(const ir::Node& n) : UnaryOp(n), alpha_(n.attr_float("alpha", 1.0f)) {}
   template <typename V>
-  V operator()(V x) const { return x > V(alpha_) ? x : V(0); }
+  V operator()(V x) const {
+    return x > V(alpha_) ? x : V(0);
+  }
 };
 
 struct HardSigmoidOp : UnaryOp {
@@ -212,7 +231,9 @@ struct EluOp : UnaryOp {
   float alpha_;
   explicit EluOp(const ir::Node& n) : UnaryOp(n), alpha_(n.attr_float("alpha", 1.0f)) {}
   template <typename V>
-  V operator()(V x) const { return x < V(0) ? V(alpha_) * std::expm1(x) : x; }
+  V operator()(V x) const {
+    return x < V(0) ? V(alpha_) * std::expm1(x) : x;
+  }
 };
 
 struct CeluOp : UnaryOp {

@@ -65,8 +65,8 @@ void check_element_indices_shape(const KernelContext& ctx, const ir::Tensor& dat
     ctx.fail("indices have rank {}, data has rank {}", shape.size(), data.rank());
   for (size_t k = 0; k < shape.size(); ++k)
     if (k != axis && shape[k] > data.shape()[k])
-      ctx.fail("indices have shape {}, larger than data {} on axis {}",
-               ir::shape_to_string(shape), ir::shape_to_string(data.shape()), k);
+      ctx.fail("indices have shape {}, larger than data {} on axis {}", ir::shape_to_string(shape),
+               ir::shape_to_string(data.shape()), k);
 }
 
 // Calls fn(position, data_offset) for positions [row_begin * inner, row_end * inner) of an
@@ -132,7 +132,8 @@ class GatherElementsKernel : public backends::Kernel {
 
 class GatherNDKernel : public backends::Kernel {
  public:
-  explicit GatherNDKernel(const KernelInit& init) : batch_dims_(init.node.attr_int("batch_dims", 0)) {}
+  explicit GatherNDKernel(const KernelInit& init)
+      : batch_dims_(init.node.attr_int("batch_dims", 0)) {}
   void run(KernelContext& ctx) const override {
     const ir::Tensor& data = ctx.input(0);
     const ir::Tensor& indices = ctx.input(1);
@@ -177,8 +178,7 @@ class GatherNDKernel : public backends::Kernel {
       parallel_for(batch * tuples, std::max<int64_t>(1, 8192 / slice), ctx.num_threads(),
                    [&](int64_t b0, int64_t e0) {
                      for (int64_t t = b0; t < e0; ++t)
-                       copy_elements(src + offsets[static_cast<size_t>(t)], dst + t * slice,
-                                     slice);
+                       copy_elements(src + offsets[static_cast<size_t>(t)], dst + t * slice, slice);
                    });
     });
   }
@@ -219,11 +219,21 @@ inline void reduce_into(T& dst, const T& v, Reduction r) {
   } else {
     C a = static_cast<C>(dst), b = static_cast<C>(v);
     switch (r) {
-      case Reduction::None: dst = v; return;
-      case Reduction::Add: dst = convert<T>(static_cast<C>(a + b)); return;
-      case Reduction::Mul: dst = convert<T>(static_cast<C>(a * b)); return;
-      case Reduction::Max: dst = convert<T>(std::max(a, b)); return;
-      case Reduction::Min: dst = convert<T>(std::min(a, b)); return;
+      case Reduction::None:
+        dst = v;
+        return;
+      case Reduction::Add:
+        dst = convert<T>(static_cast<C>(a + b));
+        return;
+      case Reduction::Mul:
+        dst = convert<T>(static_cast<C>(a * b));
+        return;
+      case Reduction::Max:
+        dst = convert<T>(std::max(a, b));
+        return;
+      case Reduction::Min:
+        dst = convert<T>(std::min(a, b));
+        return;
     }
   }
 }
@@ -353,7 +363,8 @@ class OneHotKernel : public backends::Kernel {
     if (!(depth_v >= 1 && depth_v < 9.0e18)) ctx.fail("depth must be positive, got {}", depth_v);
     int64_t depth = static_cast<int64_t>(depth_v);
     int64_t rank = indices.rank() + 1;
-    if (axis_ < -rank || axis_ >= rank) ctx.fail("axis {} is out of range for rank {}", axis_, rank);
+    if (axis_ < -rank || axis_ >= rank)
+      ctx.fail("axis {} is out of range for rank {}", axis_, rank);
     size_t axis = static_cast<size_t>(axis_ < 0 ? axis_ + rank : axis_);
     std::vector<int64_t> shape = indices.shape();
     shape.insert(shape.begin() + static_cast<int64_t>(axis), depth);

@@ -96,7 +96,8 @@ class CompressKernel : public backends::Kernel {
     const ir::Tensor& in = ctx.input(0);
     const ir::Tensor& cond = ctx.input(1);
     if (cond.dtype() != DType::Bool) ctx.fail("condition must be bool");
-    if (cond.rank() != 1) ctx.fail("condition must be 1-D, got {}", ir::shape_to_string(cond.shape()));
+    if (cond.rank() != 1)
+      ctx.fail("condition must be 1-D, got {}", ir::shape_to_string(cond.shape()));
     int64_t outer = 1, dim = in.numel(), inner = 1;
     size_t axis = 0;
     if (has_axis_) {
@@ -203,8 +204,7 @@ class TopKKernel : public backends::Kernel {
 class UniqueKernel : public backends::Kernel {
  public:
   explicit UniqueKernel(const KernelInit& init)
-      : has_axis_(init.node.has_attribute("axis")),
-        sorted_(init.node.attr_int("sorted", 1) != 0) {
+      : has_axis_(init.node.has_attribute("axis")), sorted_(init.node.attr_int("sorted", 1) != 0) {
     if (has_axis_) axis_ = init.node.attr_int("axis");
   }
   void run(KernelContext& ctx) const override {
@@ -257,7 +257,8 @@ class UniqueKernel : public backends::Kernel {
         std::sort(by_first.begin(), by_first.end(), [&](int64_t a, int64_t b) {
           return first[static_cast<size_t>(a)] < first[static_cast<size_t>(b)];
         });
-        for (size_t p = 0; p < groups; ++p) rank_of[static_cast<size_t>(by_first[p])] = static_cast<int64_t>(p);
+        for (size_t p = 0; p < groups; ++p)
+          rank_of[static_cast<size_t>(by_first[p])] = static_cast<int64_t>(p);
       }
       int64_t n = static_cast<int64_t>(groups);
       std::vector<int64_t> y_shape{n};

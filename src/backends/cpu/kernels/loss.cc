@@ -48,11 +48,11 @@ void log_softmax_axis1(const T* x, C* out, int64_t n, int64_t c, int64_t d, int 
                        sum[static_cast<size_t>(j)] +=
                            std::exp(convert<C>(p[k * d + j]) - mx[static_cast<size_t>(j)]);
                    for (int64_t j = 0; j < d; ++j)
-                     sum[static_cast<size_t>(j)] =
-                         mx[static_cast<size_t>(j)] + std::log(sum[static_cast<size_t>(j)]);
+                     sum[static_cast<size_t>(j)] = std::log(sum[static_cast<size_t>(j)]);
                    for (int64_t k = 0; k < c; ++k)
                      for (int64_t j = 0; j < d; ++j)
-                       q[k * d + j] = convert<C>(p[k * d + j]) - sum[static_cast<size_t>(j)];
+                       q[k * d + j] = (convert<C>(p[k * d + j]) - mx[static_cast<size_t>(j)]) -
+                                      sum[static_cast<size_t>(j)];
                  }
                });
 }
@@ -84,8 +84,8 @@ class LossKernel : public backends::Kernel {
     if (ctx.has_input(2)) {
       weight = &ctx.input(2);
       if (weight->dtype() != x.dtype())
-        ctx.fail("weight has dtype {}, expected {} like the input",
-                 ir::dtype_name(weight->dtype()), ir::dtype_name(x.dtype()));
+        ctx.fail("weight has dtype {}, expected {} like the input", ir::dtype_name(weight->dtype()),
+                 ir::dtype_name(x.dtype()));
       if (weight->rank() != 1 || weight->dim(0) != c)
         ctx.fail("weight has shape {}, expected [{}]", ir::shape_to_string(weight->shape()), c);
     }
@@ -115,7 +115,8 @@ class LossKernel : public backends::Kernel {
       std::vector<C> w;
       if (weight) {
         w.resize(static_cast<size_t>(c));
-        for (int64_t k = 0; k < c; ++k) w[static_cast<size_t>(k)] = convert<C>(weight->data<T>()[k]);
+        for (int64_t k = 0; k < c; ++k)
+          w[static_cast<size_t>(k)] = convert<C>(weight->data<T>()[k]);
       }
       T* out = loss_out.data<T>();
       double total = 0;

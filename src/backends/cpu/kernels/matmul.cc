@@ -59,8 +59,8 @@ MatMulDims matmul_dims(const backends::KernelContext& ctx, const std::vector<int
 
 namespace {
 
-using MatMulTypes = TypeList<float, double, Float16, BFloat16, int32_t, int64_t, uint32_t,
-                             uint64_t>;
+using MatMulTypes =
+    TypeList<float, double, Float16, BFloat16, int32_t, int64_t, uint32_t, uint64_t>;
 
 // A oneDNN matmul prepared for one shape signature.
 struct DnnlMatMulPlan {
@@ -103,8 +103,8 @@ std::shared_ptr<DnnlMatMulPlan> make_dnnl_matmul(const dnnl::memory::desc& src,
 
 void run_dnnl_matmul(const backends::KernelContext& ctx, const DnnlMatMulPlan& plan,
                      const void* src, const ir::Tensor& w, const void* bias, void* dst) {
-  dnnl::memory weights = plan.packed_weights ? plan.packed_weights
-                                             : wrap_memory(w, plan.user_weights_md);
+  dnnl::memory weights =
+      plan.packed_weights ? plan.packed_weights : wrap_memory(w, plan.user_weights_md);
   std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, wrap_memory(src, plan.src_md)},
                                                 {DNNL_ARG_WEIGHTS, weights},
                                                 {DNNL_ARG_DST, wrap_memory(dst, plan.dst_md)}};
@@ -184,9 +184,9 @@ class MatMulKernel : public backends::Kernel {
       wei.insert(wei.end(), {d.k, d.n});
       dst.insert(dst.end(), {d.m, d.n});
     }
-    plan->dnnl = make_dnnl_matmul(plain_desc(src, dt::f32), plain_desc(wei, dt::f32),
-                                  dnnl::memory::desc(), plain_desc(dst, dt::f32),
-                                  dnnl::primitive_attr(), b, constant_b_);
+    plan->dnnl =
+        make_dnnl_matmul(plain_desc(src, dt::f32), plain_desc(wei, dt::f32), dnnl::memory::desc(),
+                         plain_desc(dst, dt::f32), dnnl::primitive_attr(), b, constant_b_);
     return plan;
   }
 
@@ -250,9 +250,17 @@ class GemmKernel : public backends::Kernel {
       const T* bp = b.data<T>();
       std::vector<C> yc(static_cast<size_t>(m * n), C(0));
       if (c && beta_ != 0.0f) fill_scaled_c<T, C>(*c, yc.data(), m, n);
-      const C alpha = static_cast<C>(alpha_);
-      parallel_for(m, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, k * n)),
-                   ctx.num_threads(), [&](int64_t lo, int64_t hi) {
+      // Integer results scale in double so a fractional alpha does not truncate to 0 first.
+      auto scale = [&](C v) {
+        if constexpr (std::is_integral_v<C>) {
+          if (alpha_ == 1.0f) return v;
+          return static_cast<C>(static_cast<double>(alpha_) * static_cast<double>(v));
+        } else {
+          return static_cast<C>(alpha_) * v;
+        }
+      };
+      parallel_for(m, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, k * n)), ctx.num_threads(),
+                   [&](int64_t lo, int64_t hi) {
                      std::vector<C> row(static_cast<size_t>(n));
                      for (int64_t i = lo; i < hi; ++i) {
                        std::fill(row.begin(), row.end(), C(0));
@@ -263,7 +271,7 @@ class GemmKernel : public backends::Kernel {
                                av * static_cast<C>(bp[trans_b_ ? j * k + kk : kk * n + j]);
                        }
                        for (int64_t j = 0; j < n; ++j)
-                         yc[static_cast<size_t>(i * n + j)] += alpha * row[static_cast<size_t>(j)];
+                         yc[static_cast<size_t>(i * n + j)] += scale(row[static_cast<size_t>(j)]);
                      }
                    });
       T* yp = y.data<T>();
@@ -279,15 +287,17 @@ class GemmKernel : public backends::Kernel {
     while (cs.size() < 2) cs.insert(cs.begin(), 1);
     const int64_t row_stride = cs[0] == 1 ? 0 : cs[1], col_stride = cs[1] == 1 ? 0 : 1;
     const T* cp = c.data<T>();
-    const Cv beta = static_cast<Cv>(beta_);
     for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j)
-        out[i * n + j] = beta * static_cast<Cv>(cp[i * row_stride + j * col_stride]);
+      for (int64_t j = 0; j < n; ++j) {
+        auto v = static_cast<compute_t<T>>(cp[i * row_stride + j * col_stride]);
+        out[i * n + j] = beta_ == 1.0f
+                             ? static_cast<Cv>(v)
+                             : static_cast<Cv>(static_cast<double>(beta_) * static_cast<double>(v));
+      }
   }
 
-  std::shared_ptr<const GemmPlan> make_plan(const backends::KernelContext& ctx,
-                                            const ir::Tensor& a, const ir::Tensor& b,
-                                            const ir::Tensor* c) const {
+  std::shared_ptr<const GemmPlan> make_plan(const backends::KernelContext& ctx, const ir::Tensor& a,
+                                            const ir::Tensor& b, const ir::Tensor* c) const {
     if (a.rank() != 2 || b.rank() != 2)
       ctx.fail("A {} and B {} must be matrices", ir::shape_to_string(a.shape()),
                ir::shape_to_string(b.shape()));
@@ -305,11 +315,11 @@ class GemmKernel : public backends::Kernel {
       if (cs.size() > 2) ctx.fail("C has shape {}, expected rank <= 2", ir::shape_to_string(cs));
       while (cs.size() < 2) cs.insert(cs.begin(), 1);
       if ((cs[0] != 1 && cs[0] != plan->m) || (cs[1] != 1 && cs[1] != plan->n))
-        ctx.fail("C {} cannot be broadcast to [{}, {}]", ir::shape_to_string(c->shape()),
-                 plan->m, plan->n);
+        ctx.fail("C {} cannot be broadcast to [{}, {}]", ir::shape_to_string(c->shape()), plan->m,
+                 plan->n);
       if (beta_ != 0.0f)
         plan->bias = cs[0] == 1 && cs[1] == plan->n && alpha_ == 1.0f ? GemmPlan::Bias::Row
-                                                                       : GemmPlan::Bias::Full;
+                                                                      : GemmPlan::Bias::Full;
     }
     if (a.dtype() != DType::Float32 || plan->m * plan->n == 0 || plan->k == 0) return plan;
     using dt = dnnl::memory::data_type;
@@ -328,8 +338,8 @@ class GemmKernel : public backends::Kernel {
       ops.append_sum(1.0f);
       attr.set_post_ops(ops);
     }
-    plan->dnnl = make_dnnl_matmul(src, wei, bias, plain_desc({m, n}, dt::f32), attr, b,
-                                  constant_b_);
+    plan->dnnl =
+        make_dnnl_matmul(src, wei, bias, plain_desc({m, n}, dt::f32), attr, b, constant_b_);
     return plan;
   }
 

@@ -18,7 +18,9 @@ struct Labeled {
   std::vector<C> data;
 };
 
-bool contains(const std::vector<int>& v, int l) { return std::find(v.begin(), v.end(), l) != v.end(); }
+bool contains(const std::vector<int>& v, int l) {
+  return std::find(v.begin(), v.end(), l) != v.end();
+}
 
 // A new operand with labels `out` (unique; broadcast to `size` where src has 1 or lacks them)
 // and the labels `summed` of src reduced away. Repeated labels in src read its diagonal.
@@ -126,7 +128,8 @@ Labeled<C> contract(const Labeled<C>& a, const Labeled<C>& b, const std::vector<
   r.labels = concat(batch, a_only, b_only);
   for (int l : r.labels) r.dims.push_back(size[static_cast<size_t>(l)]);
   r.data.assign(static_cast<size_t>(d.batch * d.m * d.n), C(0));
-  if (d.k > 0 && !r.data.empty()) batched_gemm<C>(d, am.data.data(), bm.data.data(), r.data.data(), threads);
+  if (d.k > 0 && !r.data.empty())
+    batched_gemm<C>(d, am.data.data(), bm.data.data(), r.data.data(), threads);
   return r;
 }
 
@@ -147,8 +150,9 @@ class EinsumKernel : public backends::Kernel {
     std::vector<int64_t> size(ops::EinsumSpec::kEllipsisLabel + 64, 1);
     for (size_t i = 0; i < ctx.num_inputs(); ++i) {
       const ir::Tensor& t = ctx.input(i);
-      if (t.dtype() != dtype) ctx.fail("input {} has dtype {}, expected {}", i,
-                                       ir::dtype_name(t.dtype()), ir::dtype_name(dtype));
+      if (t.dtype() != dtype)
+        ctx.fail("input {} has dtype {}, expected {}", i, ir::dtype_name(t.dtype()),
+                 ir::dtype_name(dtype));
       for (size_t k = 0; k < spec->inputs[i].size(); ++k) {
         size_t l = static_cast<size_t>(spec->inputs[i][k]);
         if (l >= size.size()) ctx.fail("equation '{}': too many ellipsis dims", equation_);
@@ -202,7 +206,8 @@ class EinsumKernel : public backends::Kernel {
         if (!contains(spec->output, l)) summed.push_back(l);
       Labeled<C> result = transform(acc, spec->output, summed, size);
       T* yp = y.data<T>();
-      for (int64_t i = 0; i < y.numel(); ++i) yp[i] = convert<T>(result.data[static_cast<size_t>(i)]);
+      for (int64_t i = 0; i < y.numel(); ++i)
+        yp[i] = convert<T>(result.data[static_cast<size_t>(i)]);
     });
   }
 
@@ -229,7 +234,8 @@ class DetKernel : public backends::Kernel {
         std::vector<double> a(static_cast<size_t>(n * n));
         for (int64_t b = lo; b < hi; ++b) {
           for (int64_t i = 0; i < n * n; ++i)
-            a[static_cast<size_t>(i)] = static_cast<double>(static_cast<compute_t<T>>(xp[b * n * n + i]));
+            a[static_cast<size_t>(i)] =
+                static_cast<double>(static_cast<compute_t<T>>(xp[b * n * n + i]));
           yp[b] = convert<T>(static_cast<compute_t<T>>(lu_determinant(a, n)));
         }
       });
@@ -242,7 +248,8 @@ class DetKernel : public backends::Kernel {
     for (int64_t c = 0; c < n; ++c) {
       int64_t pivot = c;
       for (int64_t r = c + 1; r < n; ++r)
-        if (std::fabs(a[static_cast<size_t>(r * n + c)]) > std::fabs(a[static_cast<size_t>(pivot * n + c)]))
+        if (std::fabs(a[static_cast<size_t>(r * n + c)]) >
+            std::fabs(a[static_cast<size_t>(pivot * n + c)]))
           pivot = r;
       double p = a[static_cast<size_t>(pivot * n + c)];
       if (p == 0.0) return 0.0;

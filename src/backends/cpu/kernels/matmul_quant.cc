@@ -12,8 +12,7 @@ using QuantTypes = TypeList<uint8_t, int8_t>;
 
 // Per-index values of a scalar-or-1-D parameter over `count` entries (rows or columns).
 std::vector<double> vector_param(const backends::KernelContext& ctx, const ir::Tensor* t,
-                                 const char* what, int64_t count, DType expected,
-                                 double fallback) {
+                                 const char* what, int64_t count, DType expected, double fallback) {
   std::vector<double> out(static_cast<size_t>(count), fallback);
   if (!t) return out;
   if (t->dtype() != expected)
@@ -39,7 +38,8 @@ std::vector<int32_t> shifted(const backends::KernelContext& ctx, const ir::Tenso
     for (int64_t i = 0; i < t.numel(); ++i) {
       int64_t within = i % (rows * cols);
       int64_t z = by_row ? within / cols : within % cols;
-      out[static_cast<size_t>(i)] = int32_t{p[i]} - static_cast<int32_t>(zp[static_cast<size_t>(z)]);
+      out[static_cast<size_t>(i)] =
+          int32_t{p[i]} - static_cast<int32_t>(zp[static_cast<size_t>(z)]);
     }
   });
   return out;
@@ -69,9 +69,8 @@ class MatMulIntegerKernel : public backends::Kernel {
     MatMulDims d = matmul_dims(ctx, a.shape(), b.shape());
     ir::Tensor& y = ctx.allocate_output(0, DType::Int32, d.out_shape);
     if (y.numel() == 0) return;
-    std::vector<int32_t> acc =
-        integer_product(ctx, a, ctx.has_input(2) ? &ctx.input(2) : nullptr, b,
-                        ctx.has_input(3) ? &ctx.input(3) : nullptr, d);
+    std::vector<int32_t> acc = integer_product(ctx, a, ctx.has_input(2) ? &ctx.input(2) : nullptr,
+                                               b, ctx.has_input(3) ? &ctx.input(3) : nullptr, d);
     std::copy(acc.begin(), acc.end(), y.data<int32_t>());
   }
 };

@@ -41,8 +41,7 @@ const ir::Tensor& channel_input(const backends::KernelContext& ctx, size_t i, in
 }
 
 // Writes doubles into a float tensor of any float dtype.
-void store_values(const backends::KernelContext& ctx, ir::Tensor& t,
-                  const std::vector<double>& v) {
+void store_values(const backends::KernelContext& ctx, ir::Tensor& t, const std::vector<double>& v) {
   dispatch(FloatTypes{}, t.dtype(), ctx.node(), [&](auto tag) {
     using T = decltype(tag);
     for (size_t i = 0; i < v.size(); ++i) t.data<T>()[i] = convert<T>(v[i]);
@@ -109,6 +108,7 @@ class BatchNormKernel : public backends::Kernel {
                        size_t ch = static_cast<size_t>(plane % c);
                        const T* p = in + plane * spatial;
                        T* q = out + plane * spatial;
+#pragma omp simd
                        for (int64_t s = 0; s < spatial; ++s)
                          q[s] = convert<T>(convert<C>(p[s]) * mul[ch] + add[ch]);
                      }
@@ -119,7 +119,8 @@ class BatchNormKernel : public backends::Kernel {
         double mom = momentum_;
         for (int64_t ch = 0; ch < c; ++ch) {
           size_t u = static_cast<size_t>(ch);
-          run_mean[u] = in_mean.scalar_as_double(ch) * mom + static_cast<double>(mean[u]) * (1 - mom);
+          run_mean[u] =
+              in_mean.scalar_as_double(ch) * mom + static_cast<double>(mean[u]) * (1 - mom);
           run_var[u] = in_var.scalar_as_double(ch) * mom + static_cast<double>(var[u]) * (1 - mom);
         }
         store_values(ctx, ctx.allocate_output(1, in_mean.dtype(), {c}), run_mean);
@@ -141,8 +142,8 @@ class BatchNormKernel : public backends::Kernel {
 template <typename T>
 void normalize_blocks(const T* in, T* out, int64_t groups, int64_t block, int64_t spatial,
                       int64_t channels, int64_t channels_per_block,
-                      const std::vector<compute_t<T>>& scale,
-                      const std::vector<compute_t<T>>& bias, float epsilon, int threads) {
+                      const std::vector<compute_t<T>>& scale, const std::vector<compute_t<T>>& bias,
+                      float epsilon, int threads) {
   using C = compute_t<T>;
   parallel_for(groups, std::max<int64_t>(1, 16384 / std::max<int64_t>(block, 1)), threads,
                [&](int64_t b, int64_t e) {
@@ -184,8 +185,7 @@ class InstanceNormKernel : public backends::Kernel {
       using T = decltype(tag);
       using C = compute_t<T>;
       normalize_blocks<T>(x.data<T>(), y.data<T>(), x.dim(0) * c, spatial, spatial, c, 1,
-                          read_values<C>(scale), read_values<C>(bias), epsilon_,
-                          ctx.num_threads());
+                          read_values<C>(scale), read_values<C>(bias), epsilon_, ctx.num_threads());
     });
   }
 
@@ -335,6 +335,7 @@ class LayerNormKernel : public backends::Kernel {
                      const C* sc = scale.data() + (per_row ? r * cols : 0);
                      const C* bs = bias.data() + (per_row ? r * cols : 0);
                      T* q = out + r * cols;
+#pragma omp simd
                      for (int64_t j = 0; j < cols; ++j)
                        q[j] = convert<T>((p[j] - mean) * inv * sc[j] + bs[j]);
                      if (!means.empty()) {
@@ -427,8 +428,8 @@ class LrnKernel : public backends::Kernel {
       const T* in = x.data<T>();
       T* out = y.data<T>();
       C scale = static_cast<C>(alpha_) / static_cast<C>(size_);
-      parallel_for(x.dim(0) * c, std::max<int64_t>(1, 4096 / (spatial * size_)),
-                   ctx.num_threads(), [&](int64_t b, int64_t e) {
+      parallel_for(x.dim(0) * c, std::max<int64_t>(1, 4096 / (spatial * size_)), ctx.num_threads(),
+                   [&](int64_t b, int64_t e) {
                      for (int64_t plane = b; plane < e; ++plane) {
                        int64_t n = plane / c;
                        int64_t ch = plane % c;
@@ -441,9 +442,9 @@ class LrnKernel : public backends::Kernel {
                            sum += v * v;
                          }
                          C v = convert<C>(in[plane * spatial + s]);
-                         out[plane * spatial + s] = convert<T>(
-                             v / std::pow(static_cast<C>(bias_) + scale * sum,
-                                          static_cast<C>(beta_)));
+                         out[plane * spatial + s] =
+                             convert<T>(v / std::pow(static_cast<C>(bias_) + scale * sum,
+                                                     static_cast<C>(beta_)));
                        }
                      }
                    });
@@ -569,9 +570,10 @@ class DropoutKernel : public backends::Kernel {
         if (!(ratio >= 0.0 && ratio < 1.0)) ctx.fail("ratio must be in [0, 1), got {}", ratio);
       }
       if (t.data<bool>()[0] && ratio != 0.0)
-        ctx.fail("training mode with ratio {} needs random numbers, which the CPU backend does "
-                 "not generate",
-                 ratio);
+        ctx.fail(
+            "training mode with ratio {} needs random numbers, which the CPU backend does "
+            "not generate",
+            ratio);
     }
     ctx.set_output(0, ir::Datum(x));
     if (ctx.num_outputs() > 1) {

@@ -11,23 +11,38 @@ namespace {
 
 enum class SoftmaxMode { Softmax, LogSoftmax, Hardmax };
 
-// exp(x) for float without a library call, so loops over it vectorize (Cephes' expf
-// polynomial, about 1 ulp). Results below 1.7e-38 flush to 0; NaN stays NaN.
+// cond ? a : b on the bits, so the compiler keeps it a blend instead of a branch (a branch
+// around floating-point math stops loops from vectorizing under -ftrapping-math).
+inline float blend(bool cond, float a, float b) {
+  int32_t mask = -static_cast<int32_t>(cond);
+  return std::bit_cast<float>((std::bit_cast<int32_t>(a) & mask) |
+                              (std::bit_cast<int32_t>(b) & ~mask));
+}
+
+// exp(x) for float without a library call, so loops over it vectorize: Cephes' expf
+// polynomial after rounding x / ln 2 to an integer (relative error below 1e-7). Results below
+// 2.7e-38 flush to 0; NaN stays NaN.
 inline float exp_float(float x) {
-  float c = std::min(std::max(x, -87.0f), 88.7f);
-  float fx = std::floor(c * 1.44269504088896341f + 0.5f);
+  float c = blend(__builtin_isless(x, -86.5f), -86.5f, x);
+  c = blend(__builtin_isgreater(c, 88.7f), 88.7f, c);
+  // Adding 1.5 * 2^23 rounds to an integer held in the low mantissa bits.
+  float t = c * 1.44269504088896341f + 12582912.0f;
+  float fx = t - 12582912.0f;
+  int32_t n = std::bit_cast<int32_t>(t) - 0x4B400000;
   float r = c - fx * 0.693359375f + fx * 2.12194440e-4f;
   float z = r * r;
-  float y = ((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r +
-              4.1665795894e-2f) * r + 1.6666665459e-1f) * r + 5.0000001201e-1f;
+  float y =
+      ((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r + 4.1665795894e-2f) *
+           r +
+       1.6666665459e-1f) *
+          r +
+      5.0000001201e-1f;
   y = y * z + r + 1.0f;
-  // 2^fx as two factors so fx = 128 does not overflow the exponent field.
-  int32_t n = static_cast<int32_t>(fx);
-  float pow2 = std::bit_cast<float>(static_cast<int32_t>((n + 126) << 23));
-  y = y * pow2 * 2.0f;
-  y = x < -87.0f ? 0.0f : y;
-  y = x > 88.7f ? std::numeric_limits<float>::infinity() : y;
-  return x != x ? x : y;
+  // 2^n as two factors so n = 128 does not overflow the exponent field.
+  y = y * std::bit_cast<float>((n + 126) << 23) * 2.0f;
+  y = blend(__builtin_isless(x, -86.5f), 0.0f, y);
+  y = blend(__builtin_isgreater(x, 88.7f), std::numeric_limits<float>::infinity(), y);
+  return blend(__builtin_isunordered(x, x), x, y);
 }
 
 template <typename C>
@@ -39,10 +54,11 @@ inline C exp_c(C x) {
   }
 }
 
-// Max of n contiguous values (NaN-propagating like the arithmetic after it).
+// Max of n contiguous values (a NaN among them still turns the row to NaN through exp).
 template <typename C>
 inline C row_max(const C* p, int64_t n) {
   C m = -std::numeric_limits<C>::infinity();
+#pragma omp simd reduction(max : m)
   for (int64_t i = 0; i < n; ++i) m = p[i] > m ? p[i] : m;
   return m;
 }
@@ -58,14 +74,17 @@ void softmax_row(const C* p, C* work, int64_t n) {
     if (n > 0) work[best] = C(1);
   } else {
     C m = row_max(p, n);
+#pragma omp simd
     for (int64_t i = 0; i < n; ++i) work[i] = exp_c(p[i] - m);
     C sum = lane_sum(work, n);
     if constexpr (kMode == SoftmaxMode::Softmax) {
       C inv = C(1) / sum;
+#pragma omp simd
       for (int64_t i = 0; i < n; ++i) work[i] *= inv;
     } else {
-      C shift = m + std::log(sum);
-      for (int64_t i = 0; i < n; ++i) work[i] = p[i] - shift;
+      C log_sum = std::log(sum);
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) work[i] = (p[i] - m) - log_sum;
     }
   }
 }
@@ -84,10 +103,12 @@ void softmax_last_axis(const T* in, T* out, int64_t rows, int64_t n, int threads
                      softmax_row<kMode, C>(p, out + r * n, n);
                    } else {
                      in_buf.resize(static_cast<size_t>(n));
-                     for (int64_t i = 0; i < n; ++i) in_buf[static_cast<size_t>(i)] = convert<C>(p[i]);
+                     for (int64_t i = 0; i < n; ++i)
+                       in_buf[static_cast<size_t>(i)] = convert<C>(p[i]);
                      softmax_row<kMode, C>(in_buf.data(), out_buf.data(), n);
                      T* q = out + r * n;
-                     for (int64_t i = 0; i < n; ++i) q[i] = convert<T>(out_buf[static_cast<size_t>(i)]);
+                     for (int64_t i = 0; i < n; ++i)
+                       q[i] = convert<T>(out_buf[static_cast<size_t>(i)]);
                    }
                  }
                });
@@ -96,8 +117,7 @@ void softmax_last_axis(const T* in, T* out, int64_t rows, int64_t n, int threads
 // Axis with inner dims: for each outer index and block of inner positions, vectors of maxima
 // and sums walk the axis.
 template <SoftmaxMode kMode, typename T>
-void softmax_strided(const T* in, T* out, int64_t outer, int64_t len, int64_t inner,
-                     int threads) {
+void softmax_strided(const T* in, T* out, int64_t outer, int64_t len, int64_t inner, int threads) {
   using C = compute_t<T>;
   constexpr int64_t kBlock = 128;
   int64_t blocks = (inner + kBlock - 1) / kBlock;
@@ -135,19 +155,22 @@ void softmax_strided(const T* in, T* out, int64_t outer, int64_t len, int64_t in
                      continue;
                    }
                    for (int64_t k = 0; k < n; ++k) sum[k] = C(0);
-                   for (int64_t j = 0; j < len; ++j)
+                   for (int64_t j = 0; j < len; ++j) {
+#pragma omp simd
                      for (int64_t k = 0; k < n; ++k)
                        sum[k] += exp_c(convert<C>(p[j * inner + k]) - best[k]);
+                   }
                    for (int64_t k = 0; k < n; ++k)
-                     sum[k] = kMode == SoftmaxMode::Softmax ? C(1) / sum[k]
-                                                            : best[k] + std::log(sum[k]);
-                   for (int64_t j = 0; j < len; ++j)
+                     sum[k] = kMode == SoftmaxMode::Softmax ? C(1) / sum[k] : std::log(sum[k]);
+                   for (int64_t j = 0; j < len; ++j) {
+#pragma omp simd
                      for (int64_t k = 0; k < n; ++k) {
                        C v = convert<C>(p[j * inner + k]);
-                       q[j * inner + k] = convert<T>(kMode == SoftmaxMode::Softmax
-                                                         ? exp_c(v - best[k]) * sum[k]
-                                                         : v - sum[k]);
+                       q[j * inner + k] =
+                           convert<T>(kMode == SoftmaxMode::Softmax ? exp_c(v - best[k]) * sum[k]
+                                                                    : (v - best[k]) - sum[k]);
                      }
+                   }
                  }
                });
 }
@@ -171,8 +194,7 @@ class SoftmaxKernel : public backends::Kernel {
       if (inner == 1) {
         softmax_last_axis<kMode, T>(x.data<T>(), y.data<T>(), outer, len, ctx.num_threads());
       } else {
-        softmax_strided<kMode, T>(x.data<T>(), y.data<T>(), outer, len, inner,
-                                  ctx.num_threads());
+        softmax_strided<kMode, T>(x.data<T>(), y.data<T>(), outer, len, inner, ctx.num_threads());
       }
     });
   }

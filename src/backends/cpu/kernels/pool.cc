@@ -69,7 +69,8 @@ class PoolKernel : public backends::Kernel {
     }
     dispatch(MaxPoolTypes{}, x.dtype(), ctx.node(), [&](auto tag) {
       using T = decltype(tag);
-      run_loop<T>(ctx, *plan, x.data<T>(), y.data<T>(), indices ? indices->data<int64_t>() : nullptr);
+      run_loop<T>(ctx, *plan, x.data<T>(), y.data<T>(),
+                  indices ? indices->data<int64_t>() : nullptr);
     });
   }
 
@@ -88,7 +89,8 @@ class PoolKernel : public backends::Kernel {
     const int64_t ksize = plan.ksize, out_size = plan.out_size, in_size = plan.in_size;
     std::vector<int64_t> in_strides = strides_of(plan.in);
     std::vector<int64_t> col_strides(plan.in.size(), 1);
-    for (size_t i = 1; i < plan.in.size(); ++i) col_strides[i] = col_strides[i - 1] * plan.in[i - 1];
+    for (size_t i = 1; i < plan.in.size(); ++i)
+      col_strides[i] = col_strides[i - 1] * plan.in[i - 1];
     auto column_major = [&](int64_t off) {
       int64_t r = 0;
       for (size_t i = 0; i < plan.in.size(); ++i) {
@@ -111,15 +113,17 @@ class PoolKernel : public backends::Kernel {
             for (int64_t k = 0; k < ksize; ++k) {
               if (off[k] < 0) continue;
               C v = static_cast<C>(xs[off[k]]);
-              if (best_off < 0 || v > best || (std::isnan(static_cast<double>(v)) &&
-                                                !std::isnan(static_cast<double>(best)))) {
+              if (best_off < 0 || v > best ||
+                  (std::isnan(static_cast<double>(v)) && !std::isnan(static_cast<double>(best)))) {
                 best = v;
                 best_off = off[k];
               }
             }
             yp[out_index] = convert<T>(best);
             if (ip) {
-              int64_t spatial = best_off < 0 ? 0 : storage_order_ ? column_major(best_off) : best_off;
+              int64_t spatial = best_off < 0     ? 0
+                                : storage_order_ ? column_major(best_off)
+                                                 : best_off;
               ip[out_index] = plane * in_size + spatial;
             }
           } else if (kind_ == PoolKind::Average) {
@@ -133,7 +137,8 @@ class PoolKernel : public backends::Kernel {
                 ++count;
               }
             }
-            yp[out_index] = convert<T>(static_cast<C>(count ? sum / static_cast<double>(count) : 0.0));
+            yp[out_index] =
+                convert<T>(static_cast<C>(count ? sum / static_cast<double>(count) : 0.0));
           } else {
             double sum = 0;
             for (int64_t k = 0; k < ksize; ++k)
@@ -182,8 +187,8 @@ class PoolKernel : public backends::Kernel {
       int64_t pb = a.pads[i], pe = a.pads[i + n];
       ops::AutoPad mode = a.auto_pad;
       if (mode != ops::AutoPad::NotSet) {
-        ops::window_output_size(plan->in[i], a.kernel[i], a.strides[i], a.dilations[i], mode,
-                                false, pb, pe);
+        ops::window_output_size(plan->in[i], a.kernel[i], a.strides[i], a.dilations[i], mode, false,
+                                pb, pe);
       }
       explicit_end[i] = pe;
     }
@@ -191,11 +196,11 @@ class PoolKernel : public backends::Kernel {
     bool ceil_grew = false;
     for (size_t i = 0; i < n; ++i) ceil_grew = ceil_grew || geo.pad_end[i] != explicit_end[i];
     auto dnnl_type = dnnl_data_type(x.dtype());
-    bool dnnl_ok = kind_ != PoolKind::Lp && n >= 1 && n <= 3 && x.numel() > 0 &&
-                   (x.dtype() == DType::Float32 ||
-                    (kind_ == PoolKind::Max &&
-                     (x.dtype() == DType::Int8 || x.dtype() == DType::UInt8))) &&
-                   !(kind_ == PoolKind::Average && count_include_pad_ && ceil_grew);
+    bool dnnl_ok =
+        kind_ != PoolKind::Lp && n >= 1 && n <= 3 && x.numel() > 0 &&
+        (x.dtype() == DType::Float32 ||
+         (kind_ == PoolKind::Max && (x.dtype() == DType::Int8 || x.dtype() == DType::UInt8))) &&
+        !(kind_ == PoolKind::Average && count_include_pad_ && ceil_grew);
     if (!dnnl_ok) return plan;
     try {
       dnnl::algorithm alg = kind_ == PoolKind::Max ? dnnl::algorithm::pooling_max
@@ -205,10 +210,14 @@ class PoolKernel : public backends::Kernel {
       dnnl::memory::desc dst = plain_desc(plan->out_shape, *dnnl_type);
       dnnl::memory::dims dil;
       for (int64_t d : a.dilations) dil.push_back(d - 1);
-      dnnl::pooling_v2_forward::desc desc(
-          dnnl::prop_kind::forward_inference, alg, src, dst, dnnl_dims(a.strides),
-          dnnl_dims(a.kernel), dil, dnnl_dims(geo.pad_begin), dnnl_dims(geo.pad_end));
+      dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, alg, src, dst,
+                                          dnnl_dims(a.strides), dnnl_dims(a.kernel), dil,
+                                          dnnl_dims(geo.pad_begin), dnnl_dims(geo.pad_end));
       dnnl::pooling_v2_forward::primitive_desc pd(desc, dnnl_engine());
+      // oneDNN's reference implementation is no faster than the loop here; keep it only for
+      // float32, which must run through oneDNN.
+      if (x.dtype() != DType::Float32 && std::string(pd.impl_info_str()).rfind("ref", 0) == 0)
+        return plan;
       plan->primitive = dnnl::pooling_v2_forward(pd);
       plan->src_md = pd.src_desc();
       plan->dst_md = pd.dst_desc();

@@ -34,32 +34,42 @@ class MaxUnpoolKernel : public backends::Kernel {
       ctx.fail("indices I must be int64 with X's shape {}, got {} {}",
                ir::shape_to_string(x.shape()), ir::dtype_name(idx.dtype()),
                ir::shape_to_string(idx.shape()));
-    std::vector<int64_t> out_shape = {x.dim(0), x.dim(1)};
+    // Indices address the default unpooled shape; a given output_shape pads it at the ends.
+    std::vector<int64_t> unpooled = {x.dim(0), x.dim(1)};
+    for (size_t i = 0; i < n; ++i)
+      unpooled.push_back((x.dim(static_cast<int64_t>(i) + 2) - 1) * attrs_.strides[i] +
+                         attrs_.kernel[i] - attrs_.pads[i] - attrs_.pads[i + n]);
+    for (int64_t d : unpooled)
+      if (d < 0) ctx.fail("the unpooled shape {} has a negative dim", unpooled);
+    std::vector<int64_t> out_shape = unpooled;
     if (ctx.has_input(2)) {
       out_shape = ctx.input(2).to_int_vector();
       if (out_shape.size() != n + 2 || out_shape[0] != x.dim(0) || out_shape[1] != x.dim(1))
-        ctx.fail("output_shape {} must be [{}, {}, ...] of rank {}", out_shape, x.dim(0),
-                 x.dim(1), n + 2);
-    } else {
-      for (size_t i = 0; i < n; ++i)
-        out_shape.push_back((x.dim(static_cast<int64_t>(i) + 2) - 1) * attrs_.strides[i] +
-                            attrs_.kernel[i] - attrs_.pads[i] - attrs_.pads[i + n]);
+        ctx.fail("output_shape {} must be [{}, {}, ...] of rank {}", out_shape, x.dim(0), x.dim(1),
+                 n + 2);
+      for (size_t i = 2; i < out_shape.size(); ++i)
+        if (out_shape[i] < unpooled[i])
+          ctx.fail("output_shape {} is smaller than the unpooled shape {}", out_shape, unpooled);
     }
-    for (int64_t d : out_shape)
-      if (d < 0) ctx.fail("output shape {} has a negative dim", out_shape);
     ir::Tensor& y = ctx.allocate_output(0, x.dtype(), out_shape);
     std::memset(y.raw(), 0, y.nbytes());
     const int64_t* ip = idx.data<int64_t>();
-    const int64_t total = y.numel();
+    const int64_t total = ir::checked_numel(unpooled);
+    const std::vector<int64_t> from = strides_of(unpooled), to = strides_of(out_shape);
     dispatch(FloatTypes{}, x.dtype(), ctx.node(), [&](auto tag) {
       using T = decltype(tag);
       const T* xp = x.data<T>();
       T* yp = y.data<T>();
       for (int64_t i = 0; i < x.numel(); ++i) {
         if (ip[i] < 0 || ip[i] >= total)
-          ctx.fail("index {} at position {} of I is out of range for an output of {} elements",
-                   ip[i], i, total);
-        yp[ip[i]] = xp[i];
+          ctx.fail("index {} at position {} of I is out of range for the unpooled shape {}", ip[i],
+                   i, unpooled);
+        int64_t rest = ip[i], target = 0;
+        for (size_t k = 0; k < from.size(); ++k) {
+          target += rest / from[k] * to[k];
+          rest %= from[k];
+        }
+        yp[target] = xp[i];
       }
     });
   }
@@ -74,14 +84,14 @@ class MaxRoiPoolKernel : public backends::Kernel {
       : pooled_(init.node.attr_ints("pooled_shape")),
         spatial_scale_(init.node.attr_float("spatial_scale", 1.0f)) {
     SY_CHECK(pooled_.size() == 2 && pooled_[0] >= 1 && pooled_[1] >= 1, InvalidModel,
-             "{}: pooled_shape must be two positive values, got {}", init.node.describe(),
-             pooled_);
+             "{}: pooled_shape must be two positive values, got {}", init.node.describe(), pooled_);
   }
 
   void run(backends::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
     const ir::Tensor& rois = ctx.input(1);
-    if (x.rank() != 4) ctx.fail("input X has shape {}, expected rank 4", ir::shape_to_string(x.shape()));
+    if (x.rank() != 4)
+      ctx.fail("input X has shape {}, expected rank 4", ir::shape_to_string(x.shape()));
     if (rois.rank() != 2 || rois.dim(1) != 5 || rois.dtype() != x.dtype())
       ctx.fail("rois must be [num_rois, 5] of X's dtype, got {} {}", ir::dtype_name(rois.dtype()),
                ir::shape_to_string(rois.shape()));
@@ -159,7 +169,8 @@ class RoiAlignKernel : public backends::Kernel {
     const ir::Tensor& x = ctx.input(0);
     const ir::Tensor& rois = ctx.input(1);
     const ir::Tensor& batch = ctx.input(2);
-    if (x.rank() != 4) ctx.fail("input X has shape {}, expected rank 4", ir::shape_to_string(x.shape()));
+    if (x.rank() != 4)
+      ctx.fail("input X has shape {}, expected rank 4", ir::shape_to_string(x.shape()));
     if (rois.rank() != 2 || rois.dim(1) != 4 || rois.dtype() != x.dtype())
       ctx.fail("rois must be [num_rois, 4] of X's dtype, got {} {}", ir::dtype_name(rois.dtype()),
                ir::shape_to_string(rois.shape()));
@@ -188,8 +199,10 @@ class RoiAlignKernel : public backends::Kernel {
           const T* roi = rp + r * 4;
           C offset = half_pixel_ ? C(0.5) : C(0);
           C scale = static_cast<C>(spatial_scale_);
-          C x1 = static_cast<C>(roi[0]) * scale - offset, y1 = static_cast<C>(roi[1]) * scale - offset;
-          C x2 = static_cast<C>(roi[2]) * scale - offset, y2 = static_cast<C>(roi[3]) * scale - offset;
+          C x1 = static_cast<C>(roi[0]) * scale - offset,
+            y1 = static_cast<C>(roi[1]) * scale - offset;
+          C x2 = static_cast<C>(roi[2]) * scale - offset,
+            y2 = static_cast<C>(roi[3]) * scale - offset;
           C roi_w = x2 - x1, roi_h = y2 - y1;
           if (!half_pixel_) {
             roi_w = std::max(roi_w, C(1));
@@ -248,8 +261,7 @@ class RoiAlignKernel : public backends::Kernel {
   template <typename C>
   static BilinearTap<C> bilinear_tap(C y, C x, int64_t height, int64_t width) {
     BilinearTap<C> t{{0, 0, 0, 0}, {0, 0, 0, 0}};
-    if (y < C(-1) || y > static_cast<C>(height) || x < C(-1) || x > static_cast<C>(width))
-      return t;
+    if (y < C(-1) || y > static_cast<C>(height) || x < C(-1) || x > static_cast<C>(width)) return t;
     y = std::max(y, C(0));
     x = std::max(x, C(0));
     int64_t y_low = static_cast<int64_t>(y), x_low = static_cast<int64_t>(x);

@@ -9,8 +9,8 @@ namespace switchyard::cpu {
 namespace {
 
 template <typename T>
-constexpr bool kIsFloat = std::is_floating_point_v<T> || std::is_same_v<T, Float16> ||
-                          std::is_same_v<T, BFloat16>;
+constexpr bool kIsFloat =
+    std::is_floating_point_v<T> || std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
 
 // Accumulator of sums and products: compute_t for floats, 64-bit integers otherwise.
 template <typename T>
@@ -259,6 +259,7 @@ void reduce_tensor(const T* in, T* out, const std::vector<int64_t>& shape,
                      for (int64_t k = 0; k < n; ++k) acc[k] = Op::init();
                      for (int64_t r = 0; r < rows; ++r) {
                        const T* p = in + (o * rows + r) * inner + k0;
+#pragma omp simd
                        for (int64_t k = 0; k < n; ++k) Op::step(acc[k], p[k]);
                      }
                      T* q = out + o * inner + k0;

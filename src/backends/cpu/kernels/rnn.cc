@@ -15,8 +15,17 @@ enum class CellKind { Rnn, Gru, Lstm };
 
 struct Activation {
   enum class Fn {
-    Relu, Tanh, Sigmoid, Affine, LeakyRelu, ThresholdedRelu, ScaledTanh, HardSigmoid, Elu,
-    Softsign, Softplus
+    Relu,
+    Tanh,
+    Sigmoid,
+    Affine,
+    LeakyRelu,
+    ThresholdedRelu,
+    ScaledTanh,
+    HardSigmoid,
+    Elu,
+    Softsign,
+    Softplus
   };
   Fn fn = Fn::Tanh;
   double alpha = 0;
@@ -27,17 +36,28 @@ struct Activation {
     const C a = static_cast<C>(alpha);
     const C b = static_cast<C>(beta);
     switch (fn) {
-      case Fn::Relu: return x > C(0) ? x : C(0);
-      case Fn::Tanh: return std::tanh(x);
-      case Fn::Sigmoid: return C(1) / (C(1) + std::exp(-x));
-      case Fn::Affine: return a * x + b;
-      case Fn::LeakyRelu: return x >= C(0) ? x : a * x;
-      case Fn::ThresholdedRelu: return x > a ? x : C(0);
-      case Fn::ScaledTanh: return a * std::tanh(b * x);
-      case Fn::HardSigmoid: return std::max(C(0), std::min(C(1), a * x + b));
-      case Fn::Elu: return x >= C(0) ? x : a * (std::exp(x) - C(1));
-      case Fn::Softsign: return x / (C(1) + std::fabs(x));
-      case Fn::Softplus: return x > C(20) ? x : std::log1p(std::exp(x));
+      case Fn::Relu:
+        return x > C(0) ? x : C(0);
+      case Fn::Tanh:
+        return std::tanh(x);
+      case Fn::Sigmoid:
+        return C(1) / (C(1) + std::exp(-x));
+      case Fn::Affine:
+        return a * x + b;
+      case Fn::LeakyRelu:
+        return x >= C(0) ? x : a * x;
+      case Fn::ThresholdedRelu:
+        return x > a ? x : C(0);
+      case Fn::ScaledTanh:
+        return a * std::tanh(b * x);
+      case Fn::HardSigmoid:
+        return std::max(C(0), std::min(C(1), a * x + b));
+      case Fn::Elu:
+        return x >= C(0) ? x : a * (std::exp(x) - C(1));
+      case Fn::Softsign:
+        return x / (C(1) + std::fabs(x));
+      case Fn::Softplus:
+        return x > C(20) ? x : std::log1p(std::exp(x));
     }
     return x;
   }
@@ -264,8 +284,8 @@ class RecurrentKernel : public backends::Kernel {
     for (int64_t t = 0; t < pb.seq; ++t)
       for (int64_t b = 0; b < pb.batch; ++b)
         for (int64_t i = 0; i < pb.input; ++i) {
-          int64_t src = layout_ == 0 ? (t * pb.batch + b) * pb.input + i
-                                     : (b * pb.seq + t) * pb.input + i;
+          int64_t src =
+              layout_ == 0 ? (t * pb.batch + b) * pb.input + i : (b * pb.seq + t) * pb.input + i;
           pb.x[static_cast<size_t>((t * pb.batch + b) * pb.input + i)] = convert<C>(xp[src]);
         }
 
@@ -285,7 +305,8 @@ class RecurrentKernel : public backends::Kernel {
             for (int64_t h = 0; h < hid; ++h) {
               int64_t dst = layout_ == 0 ? ((t * dirs + d) * pb.batch + b) * hid + h
                                          : ((b * pb.seq + t) * dirs + d) * hid + h;
-              out[dst] = convert<T>(y[static_cast<size_t>(((t * dirs + d) * pb.batch + b) * hid + h)]);
+              out[dst] =
+                  convert<T>(y[static_cast<size_t>(((t * dirs + d) * pb.batch + b) * hid + h)]);
             }
     }
     auto write_state = [&](size_t index, const std::vector<C>& state) {
@@ -346,8 +367,8 @@ class RecurrentKernel : public backends::Kernel {
     for (int64_t step = 0; step < pb.seq; ++step) {
       // GRU without linear_before_reset multiplies the reset gate in before the hidden product.
       const int64_t first_rows = cell_ == CellKind::Gru && !linear_before_reset_ ? 2 * hid : rows;
-      matmul_nt(h.data(), hid, batch, hid, r, first_rows, static_cast<const C*>(nullptr),
-                hr.data(), rows, threads);
+      matmul_nt(h.data(), hid, batch, hid, r, first_rows, static_cast<const C*>(nullptr), hr.data(),
+                rows, threads);
       auto time_of = [&](int64_t b) -> int64_t {
         int64_t len = pb.lengths[static_cast<size_t>(b)];
         if (step >= len) return -1;
@@ -382,8 +403,9 @@ class RecurrentKernel : public backends::Kernel {
           const C* xr = xw.data() + (t * batch + b) * rows;
           for (int64_t k = 0; k < hid; ++k) {
             C lin = at(hr, b * rows + 2 * hid + k);
-            C pre = linear_before_reset_ ? xr[2 * hid + k] + at(rg, b * hid + k) * (lin + rb[2 * hid + k])
-                                         : xr[2 * hid + k] + lin;
+            C pre = linear_before_reset_
+                        ? xr[2 * hid + k] + at(rg, b * hid + k) * (lin + rb[2 * hid + k])
+                        : xr[2 * hid + k] + lin;
             C cand = act[1](clip(pre));
             C zk = at(z, b * hid + k);
             at(h, b * hid + k) = (C(1) - zk) * cand + zk * at(h, b * hid + k);

@@ -46,8 +46,9 @@ class SequenceConstructKernel : public backends::Kernel {
 class SequenceEmptyKernel : public backends::Kernel {
  public:
   explicit SequenceEmptyKernel(const backends::KernelInit& init)
-      : dtype_(static_cast<DType>(
-            init.node.attr_int("dtype", static_cast<int64_t>(DType::Float32)))) {}
+      : dtype_(
+            static_cast<DType>(init.node.attr_int("dtype", static_cast<int64_t>(DType::Float32)))) {
+  }
   void run(backends::KernelContext& ctx) const override {
     ctx.set_output(0, ir::Datum::make_sequence(dtype_, {}));
   }
@@ -248,8 +249,9 @@ class OptionalGetElementKernel : public backends::Kernel {
  public:
   explicit OptionalGetElementKernel(const backends::KernelInit&) {}
   void run(backends::KernelContext& ctx) const override {
-    if (!ctx.has_input(0)) ctx.fail("the optional input '{}' holds no value",
-                                    ctx.node().input(0) ? ctx.node().input(0)->name() : "");
+    if (!ctx.has_input(0))
+      ctx.fail("the optional input '{}' holds no value",
+               ctx.node().input(0) ? ctx.node().input(0)->name() : "");
     ctx.set_output(0, ctx.input_datum(0));
   }
 };

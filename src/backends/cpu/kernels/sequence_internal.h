@@ -32,8 +32,8 @@ inline ir::Tensor new_tensor(backends::KernelContext& ctx, DType dtype,
 /// Copies `num_blocks` blocks of `block` elements: block b reads src from element
 /// src_offset + b * src_stride and writes dst from dst_offset + b * dst_stride.
 inline void copy_blocks(const ir::Tensor& src, int64_t src_offset, int64_t src_stride,
-                        ir::Tensor& dst, int64_t dst_offset, int64_t dst_stride,
-                        int64_t num_blocks, int64_t block) {
+                        ir::Tensor& dst, int64_t dst_offset, int64_t dst_stride, int64_t num_blocks,
+                        int64_t block) {
   if (block <= 0 || num_blocks <= 0) return;
   if (src.dtype() == DType::String) {
     const std::string* s = src.data<std::string>();

@@ -71,7 +71,8 @@ class ShapeKernel : public backends::Kernel {
     int64_t start = clamp(start_), end = clamp(end_);
     int64_t len = std::max<int64_t>(end - start, 0);
     ir::Tensor& out = ctx.allocate_output(0, DType::Int64, {len});
-    for (int64_t i = 0; i < len; ++i) out.data<int64_t>()[i] = shape[static_cast<size_t>(start + i)];
+    for (int64_t i = 0; i < len; ++i)
+      out.data<int64_t>()[i] = shape[static_cast<size_t>(start + i)];
   }
 
  private:
@@ -324,8 +325,8 @@ void register_shape_kernels(backends::KernelRegistry& r) {
   r.add<FlattenKernel>(ops::OpKind::Flatten, movable_dtypes());
   r.add<SqueezeKernel>(ops::OpKind::Squeeze, movable_dtypes());
   r.add<UnsqueezeKernel>(ops::OpKind::Unsqueeze, movable_dtypes());
-  r.add<RangeKernel>(ops::OpKind::Range, dtypes_of(TypeList<float, double, int16_t, int32_t,
-                                                            int64_t>{}));
+  r.add<RangeKernel>(ops::OpKind::Range,
+                     dtypes_of(TypeList<float, double, int16_t, int32_t, int64_t>{}));
   r.add<EyeLikeKernel>(ops::OpKind::EyeLike, pod);
   r.add<TriluKernel>(ops::OpKind::Trilu, movable_dtypes());
   register_shape_layout_kernels(r);

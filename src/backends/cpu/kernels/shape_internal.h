@@ -28,10 +28,18 @@ void dispatch_by_size(DType dtype, const ir::Node& node, F&& f) {
     return;
   }
   switch (ir::dtype_size(dtype)) {
-    case 1: f(uint8_t{}); return;
-    case 2: f(uint16_t{}); return;
-    case 4: f(uint32_t{}); return;
-    case 8: f(uint64_t{}); return;
+    case 1:
+      f(uint8_t{});
+      return;
+    case 2:
+      f(uint16_t{});
+      return;
+    case 4:
+      f(uint32_t{});
+      return;
+    case 8:
+      f(uint64_t{});
+      return;
     default:
       SY_THROW(Unsupported, "{}: dtype {} is not supported by this CPU kernel", node.describe(),
                ir::dtype_name(dtype));
@@ -61,8 +69,8 @@ inline std::vector<int64_t> int_values(const backends::KernelContext& ctx, size_
 
 /// Input i's integer values as indices into axis `axis` of size `dim`: negative values count
 /// from the end; a value outside [-dim, dim) fails naming the node.
-inline std::vector<int64_t> index_values(const backends::KernelContext& ctx, size_t i,
-                                         int64_t axis, int64_t dim) {
+inline std::vector<int64_t> index_values(const backends::KernelContext& ctx, size_t i, int64_t axis,
+                                         int64_t dim) {
   std::vector<int64_t> v = int_values(ctx, i, "indices");
   for (int64_t& x : v) {
     if (x < -dim || x >= dim)

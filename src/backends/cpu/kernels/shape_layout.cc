@@ -105,8 +105,7 @@ class ConcatKernel : public backends::Kernel {
 class SplitKernel : public backends::Kernel {
  public:
   explicit SplitKernel(const KernelInit& init)
-      : axis_(init.node.attr_int("axis", 0)),
-        uneven_(init.node.has_attribute("num_outputs")) {}
+      : axis_(init.node.attr_int("axis", 0)), uneven_(init.node.has_attribute("num_outputs")) {}
   void run(KernelContext& ctx) const override {
     const ir::Tensor& in = ctx.input(0);
     if (in.rank() == 0) ctx.fail("cannot split a scalar");
@@ -127,9 +126,11 @@ class SplitKernel : public backends::Kernel {
       int64_t k = static_cast<int64_t>(n);
       int64_t chunk = dim / k;
       if (dim % k != 0) {
-        if (!uneven_) ctx.fail("axis {} of size {} does not split into {} equal parts", axis, dim, k);
+        if (!uneven_)
+          ctx.fail("axis {} of size {} does not split into {} equal parts", axis, dim, k);
         ++chunk;
-        if (chunk * (k - 1) > dim) ctx.fail("axis {} of size {} cannot split into {} parts", axis, dim, k);
+        if (chunk * (k - 1) > dim)
+          ctx.fail("axis {} of size {} cannot split into {} parts", axis, dim, k);
       }
       for (int64_t i = 0; i < k; ++i) sizes.push_back(i + 1 < k ? chunk : dim - chunk * (k - 1));
     }
@@ -286,11 +287,10 @@ class BlockRearrangeKernel : public backends::Kernel {
     int64_t n = in.dim(0), c = in.dim(1), h = in.dim(2), w = in.dim(3), b = block_;
     std::vector<int64_t> shape, strides;
     if (to_space_) {
-      if (c % (b * b) != 0)
-        ctx.fail("channels {} are not divisible by blocksize^2 = {}", c, b * b);
+      if (c % (b * b) != 0) ctx.fail("channels {} are not divisible by blocksize^2 = {}", c, b * b);
       int64_t cc = c / (b * b);
-      std::vector<int64_t> view = crd_ ? std::vector<int64_t>{n, cc, b, b, h, w}
-                                       : std::vector<int64_t>{n, b, b, cc, h, w};
+      std::vector<int64_t> view =
+          crd_ ? std::vector<int64_t>{n, cc, b, b, h, w} : std::vector<int64_t>{n, b, b, cc, h, w};
       std::vector<int64_t> s = strides_of(view);
       shape = {n, cc, h, b, w, b};
       strides = crd_ ? std::vector<int64_t>{s[0], s[1], s[4], s[2], s[5], s[3]}
@@ -302,9 +302,8 @@ class BlockRearrangeKernel : public backends::Kernel {
       shape = {n, b, b, c, h / b, w / b};
       strides = {s[0], s[3], s[5], s[1], s[2], s[4]};
     }
-    std::vector<int64_t> out_shape =
-        to_space_ ? std::vector<int64_t>{n, c / (b * b), h * b, w * b}
-                  : std::vector<int64_t>{n, c * b * b, h / b, w / b};
+    std::vector<int64_t> out_shape = to_space_ ? std::vector<int64_t>{n, c / (b * b), h * b, w * b}
+                                               : std::vector<int64_t>{n, c * b * b, h / b, w / b};
     ir::Tensor& out = ctx.allocate_output(0, in.dtype(), out_shape);
     if (out.numel() == 0) return;
     dispatch_by_size(in.dtype(), ctx.node(), [&](auto tag) {
@@ -327,11 +326,17 @@ void register_shape_layout_kernels(backends::KernelRegistry& r) {
   r.add<SliceKernel>(ops::OpKind::Slice, movable_dtypes());
   r.add<ExpandKernel>(ops::OpKind::Expand, movable_dtypes());
   r.add<TileKernel>(ops::OpKind::Tile, movable_dtypes());
-  r.add(backends::KernelDef{ops::OpKind::DepthToSpace, movable_dtypes(), 0, {},
+  r.add(backends::KernelDef{ops::OpKind::DepthToSpace,
+                            movable_dtypes(),
+                            0,
+                            {},
                             [](const KernelInit& init) -> std::unique_ptr<backends::Kernel> {
                               return std::make_unique<BlockRearrangeKernel>(init, true);
                             }});
-  r.add(backends::KernelDef{ops::OpKind::SpaceToDepth, movable_dtypes(), 0, {},
+  r.add(backends::KernelDef{ops::OpKind::SpaceToDepth,
+                            movable_dtypes(),
+                            0,
+                            {},
                             [](const KernelInit& init) -> std::unique_ptr<backends::Kernel> {
                               return std::make_unique<BlockRearrangeKernel>(init, false);
                             }});

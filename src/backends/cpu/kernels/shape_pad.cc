@@ -28,9 +28,12 @@ int64_t pad_source(PadMode mode, int64_t j, int64_t pre, int64_t d) {
   int64_t i = j - pre;
   if (i >= 0 && i < d) return i;
   switch (mode) {
-    case PadMode::Constant: return -1;
-    case PadMode::Edge: return i < 0 ? 0 : d - 1;
-    case PadMode::Wrap: return ((i % d) + d) % d;
+    case PadMode::Constant:
+      return -1;
+    case PadMode::Edge:
+      return i < 0 ? 0 : d - 1;
+    case PadMode::Wrap:
+      return ((i % d) + d) % d;
     case PadMode::Reflect: {
       if (d == 1) return 0;
       int64_t period = 2 * (d - 1);
@@ -155,9 +158,8 @@ class ReverseSequenceKernel : public backends::Kernel {
   explicit ReverseSequenceKernel(const KernelInit& init)
       : batch_axis_(init.node.attr_int("batch_axis", 1)),
         time_axis_(init.node.attr_int("time_axis", 0)) {
-    SY_CHECK((batch_axis_ == 0 || batch_axis_ == 1) && batch_axis_ + time_axis_ == 1,
-             InvalidModel, "{}: batch_axis and time_axis must be 0 and 1 in some order",
-             init.node.describe());
+    SY_CHECK((batch_axis_ == 0 || batch_axis_ == 1) && batch_axis_ + time_axis_ == 1, InvalidModel,
+             "{}: batch_axis and time_axis must be 0 and 1 in some order", init.node.describe());
   }
   void run(KernelContext& ctx) const override {
     const ir::Tensor& in = ctx.input(0);

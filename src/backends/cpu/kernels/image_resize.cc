@@ -1,0 +1,425 @@
+// CPU kernel of Resize (opset 19 semantics): nearest, N-linear and N-cubic interpolation over any
+// subset of axes, every coordinate transformation, antialiasing and aspect-ratio policies. Each
+// resized axis gets a table of taps (input offset and weight per output index); an output
+// element is the weighted sum over the product of its axes' taps.
+#include <limits>
+#include <set>
+#include <string>
+
+#include "backends/cpu/kernels/common.h"
+#include "backends/cpu/kernels/image_internal.h"
+
+namespace switchyard::cpu {
+
+namespace {
+
+enum class ResizeMode { Nearest, Linear, Cubic };
+enum class Transform {
+  HalfPixel,
+  HalfPixelSymmetric,
+  PytorchHalfPixel,
+  AlignCorners,
+  Asymmetric,
+  TfCropAndResize,
+  TfHalfPixelForNn
+};
+enum class NearestRounding { RoundPreferFloor, RoundPreferCeil, Floor, Ceil };
+enum class AspectPolicy { Stretch, NotLarger, NotSmaller };
+
+template <typename E>
+E parse_choice(const ir::Node& node, const std::string& attr, const std::string& value,
+               std::initializer_list<std::pair<const char*, E>> choices) {
+  for (const auto& [name, e] : choices)
+    if (value == name) return e;
+  SY_THROW(InvalidModel, "{}: {} '{}' is not supported", node.describe(), attr, value);
+}
+
+// Taps of one axis: `width` (input offset, weight) pairs per output index, and whether that
+// output index lies outside the crop (tf_crop_and_resize extrapolates there).
+struct AxisTaps {
+  int64_t width = 1;
+  std::vector<int64_t> offset;
+  std::vector<double> weight;
+  std::vector<uint8_t> outside;
+};
+
+class ResizeKernel final : public backends::Kernel {
+ public:
+  explicit ResizeKernel(const backends::KernelInit& init) {
+    const ir::Node& n = init.node;
+    mode_ = parse_choice<ResizeMode>(n, "mode", n.attr_string("mode", "nearest"),
+                                     {{"nearest", ResizeMode::Nearest},
+                                      {"linear", ResizeMode::Linear},
+                                      {"cubic", ResizeMode::Cubic}});
+    transform_ =
+        parse_choice<Transform>(n, "coordinate_transformation_mode",
+                                n.attr_string("coordinate_transformation_mode", "half_pixel"),
+                                {{"half_pixel", Transform::HalfPixel},
+                                 {"half_pixel_symmetric", Transform::HalfPixelSymmetric},
+                                 {"pytorch_half_pixel", Transform::PytorchHalfPixel},
+                                 {"align_corners", Transform::AlignCorners},
+                                 {"asymmetric", Transform::Asymmetric},
+                                 {"tf_crop_and_resize", Transform::TfCropAndResize},
+                                 {"tf_half_pixel_for_nn", Transform::TfHalfPixelForNn}});
+    rounding_ = parse_choice<NearestRounding>(
+        n, "nearest_mode", n.attr_string("nearest_mode", "round_prefer_floor"),
+        {{"round_prefer_floor", NearestRounding::RoundPreferFloor},
+         {"round_prefer_ceil", NearestRounding::RoundPreferCeil},
+         {"floor", NearestRounding::Floor},
+         {"ceil", NearestRounding::Ceil}});
+    policy_ = parse_choice<AspectPolicy>(n, "keep_aspect_ratio_policy",
+                                         n.attr_string("keep_aspect_ratio_policy", "stretch"),
+                                         {{"stretch", AspectPolicy::Stretch},
+                                          {"not_larger", AspectPolicy::NotLarger},
+                                          {"not_smaller", AspectPolicy::NotSmaller}});
+    cubic_a_ = n.attr_float("cubic_coeff_a", -0.75f);
+    exclude_outside_ = n.attr_int("exclude_outside", 0) != 0;
+    antialias_ = n.attr_int("antialias", 0) != 0;
+    extrapolation_ = n.attr_float("extrapolation_value", 0.0f);
+    axes_attr_ = n.attr_ints("axes", {});
+  }
+
+  void run(backends::KernelContext& ctx) const override {
+    const ir::Tensor& x = ctx.input(0);
+    const int64_t rank = x.rank();
+    if (rank == 0) ctx.fail("X must have rank >= 1");
+    std::vector<int64_t> axes;
+    if (axes_attr_.empty()) {
+      for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
+    } else {
+      std::set<int64_t> seen;
+      for (int64_t a : axes_attr_) {
+        int64_t axis = ops::normalize_axis(ctx.node(), a, rank);
+        if (!seen.insert(axis).second) ctx.fail("axes has axis {} twice", a);
+        axes.push_back(axis);
+      }
+    }
+    const size_t num_axes = axes.size();
+    auto present = [&](size_t i) { return ctx.has_input(i) && ctx.input(i).numel() > 0; };
+    const bool has_scales = present(2);
+    const bool has_sizes = present(3);
+    if (has_scales == has_sizes)
+      ctx.fail("exactly one of scales and sizes must be given (non-empty)");
+
+    std::vector<int64_t> in_shape = x.shape();
+    std::vector<int64_t> out_shape = in_shape;
+    std::vector<double> scale(static_cast<size_t>(rank), 1.0);
+    std::vector<double> length_resized(static_cast<size_t>(rank));
+    for (int64_t i = 0; i < rank; ++i)
+      length_resized[static_cast<size_t>(i)] =
+          static_cast<double>(in_shape[static_cast<size_t>(i)]);
+    std::vector<bool> resized(static_cast<size_t>(rank), false);
+    for (int64_t a : axes) resized[static_cast<size_t>(a)] = true;
+
+    if (has_scales) {
+      const ir::Tensor& s = ctx.input(2);
+      if (!ir::dtype_is_float(s.dtype())) ctx.fail("scales must be a float tensor");
+      if (static_cast<size_t>(s.numel()) != num_axes)
+        ctx.fail("scales has {} values, expected {}", s.numel(), num_axes);
+      for (size_t i = 0; i < num_axes; ++i) {
+        double v = s.scalar_as_double(static_cast<int64_t>(i));
+        if (!(v > 0) || !std::isfinite(v)) ctx.fail("scales[{}] = {} must be positive", i, v);
+        size_t a = static_cast<size_t>(axes[i]);
+        double len = static_cast<double>(in_shape[a]) * v;
+        if (len > 9.0e18) ctx.fail("scales[{}] = {} makes axis {} too large", i, v, a);
+        scale[a] = v;
+        length_resized[a] = len;
+        out_shape[a] = static_cast<int64_t>(std::floor(len));
+      }
+    } else {
+      const ir::Tensor& s = ctx.input(3);
+      if (s.dtype() != DType::Int64) ctx.fail("sizes must be an int64 tensor");
+      if (static_cast<size_t>(s.numel()) != num_axes)
+        ctx.fail("sizes has {} values, expected {}", s.numel(), num_axes);
+      std::vector<int64_t> sizes = s.to_int_vector();
+      for (size_t i = 0; i < num_axes; ++i) {
+        if (sizes[i] < 0) ctx.fail("sizes[{}] = {} is negative", i, sizes[i]);
+        if (sizes[i] > 0 && in_shape[static_cast<size_t>(axes[i])] == 0)
+          ctx.fail("cannot resize empty axis {} to size {}", axes[i], sizes[i]);
+      }
+      if (policy_ == AspectPolicy::Stretch) {
+        for (size_t i = 0; i < num_axes; ++i) {
+          size_t a = static_cast<size_t>(axes[i]);
+          out_shape[a] = sizes[i];
+          length_resized[a] = static_cast<double>(sizes[i]);
+          scale[a] = in_shape[a] > 0 ? static_cast<double>(sizes[i]) / in_shape[a] : 1.0;
+        }
+      } else {
+        double common = policy_ == AspectPolicy::NotLarger ? INFINITY : 0.0;
+        for (size_t i = 0; i < num_axes; ++i) {
+          size_t a = static_cast<size_t>(axes[i]);
+          if (in_shape[a] == 0) continue;
+          double r = static_cast<double>(sizes[i]) / static_cast<double>(in_shape[a]);
+          common = policy_ == AspectPolicy::NotLarger ? std::min(common, r) : std::max(common, r);
+        }
+        if (!std::isfinite(common) || common <= 0) common = 1.0;
+        for (size_t i = 0; i < num_axes; ++i) {
+          size_t a = static_cast<size_t>(axes[i]);
+          scale[a] = common;
+          length_resized[a] = common * static_cast<double>(in_shape[a]);
+          out_shape[a] = static_cast<int64_t>(std::floor(length_resized[a] + 0.5));
+        }
+      }
+    }
+
+    std::vector<double> roi_start(static_cast<size_t>(rank), 0.0);
+    std::vector<double> roi_end(static_cast<size_t>(rank), 1.0);
+    if (transform_ == Transform::TfCropAndResize && present(1)) {
+      const ir::Tensor& roi = ctx.input(1);
+      if (!ir::dtype_is_float(roi.dtype())) ctx.fail("roi must be a float tensor");
+      if (static_cast<size_t>(roi.numel()) != 2 * num_axes)
+        ctx.fail("roi has {} values, expected {}", roi.numel(), 2 * num_axes);
+      for (size_t i = 0; i < num_axes; ++i) {
+        roi_start[static_cast<size_t>(axes[i])] = roi.scalar_as_double(static_cast<int64_t>(i));
+        roi_end[static_cast<size_t>(axes[i])] =
+            roi.scalar_as_double(static_cast<int64_t>(i + num_axes));
+      }
+    }
+    (void)ir::checked_numel(out_shape);
+
+    std::vector<int64_t> in_strides = strides_of(in_shape);
+    std::vector<AxisTaps> taps(static_cast<size_t>(rank));
+    for (size_t a = 0; a < static_cast<size_t>(rank); ++a) {
+      if (!resized[a]) {
+        taps[a] = identity_taps(out_shape[a], in_strides[a]);
+      } else {
+        taps[a] = axis_taps(in_shape[a], out_shape[a], scale[a], length_resized[a], roi_start[a],
+                            roi_end[a], in_strides[a]);
+      }
+    }
+
+    ir::Tensor& y = ctx.allocate_output(0, x.dtype(), out_shape);
+    dispatch(AllPodTypes{}, x.dtype(), ctx.node(), [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (std::is_same_v<T, bool>) {
+        if (mode_ != ResizeMode::Nearest) ctx.fail("mode must be nearest for bool input");
+      }
+      fill<T>(x.data<T>(), y.data<T>(), out_shape, taps, ctx.num_threads());
+    });
+  }
+
+ private:
+  static AxisTaps identity_taps(int64_t size, int64_t stride) {
+    AxisTaps t;
+    t.offset.resize(static_cast<size_t>(size));
+    t.weight.assign(static_cast<size_t>(size), 1.0);
+    t.outside.assign(static_cast<size_t>(size), 0);
+    for (int64_t o = 0; o < size; ++o) t.offset[static_cast<size_t>(o)] = o * stride;
+    return t;
+  }
+
+  double original_coordinate(int64_t o, int64_t in_len, int64_t out_len, double scale,
+                             double len_resized, double start, double end) const {
+    const double xr = static_cast<double>(o);
+    const double in = static_cast<double>(in_len);
+    switch (transform_) {
+      case Transform::HalfPixel:
+        return (xr + 0.5) / scale - 0.5;
+      case Transform::HalfPixelSymmetric: {
+        double adjustment = static_cast<double>(out_len) / len_resized;
+        double center = in / 2;
+        double offset = center * (1 - adjustment);
+        return offset + (xr + 0.5) / scale - 0.5;
+      }
+      case Transform::PytorchHalfPixel:
+        return len_resized > 1 ? (xr + 0.5) / scale - 0.5 : 0.0;
+      case Transform::AlignCorners:
+        return len_resized == 1 ? 0.0 : xr * (in - 1) / (len_resized - 1);
+      case Transform::Asymmetric:
+        return xr / scale;
+      case Transform::TfCropAndResize:
+        return len_resized > 1
+                   ? start * (in - 1) + xr * (end - start) * (in - 1) / (len_resized - 1)
+                   : 0.5 * (start + end) * (in - 1);
+      case Transform::TfHalfPixelForNn:
+        return (xr + 0.5) / scale;
+    }
+    return xr;
+  }
+
+  double cubic_weight(double s) const {
+    const double a = cubic_a_;
+    s = std::fabs(s);
+    if (s <= 1) return ((a + 2) * s - (a + 3)) * s * s + 1;
+    if (s < 2) return ((a * s - 5 * a) * s + 8 * a) * s - 4 * a;
+    return 0.0;
+  }
+
+  AxisTaps axis_taps(int64_t in_len, int64_t out_len, double scale, double len_resized,
+                     double start, double end, int64_t stride) const {
+    AxisTaps t;
+    // The filter is stretched by 1/scale when antialiasing a downscale.
+    const double support_scale = antialias_ ? std::min(scale, 1.0) : 1.0;
+    int64_t first = 0;
+    if (mode_ == ResizeMode::Nearest) {
+      t.width = 1;
+    } else if (mode_ == ResizeMode::Linear) {
+      first = static_cast<int64_t>(std::floor(-1.0 / support_scale)) + 1;
+      t.width = 2 - 2 * first;
+    } else {
+      first = static_cast<int64_t>(std::floor(-2.0 / support_scale)) + 1;
+      t.width = 2 - 2 * first;
+    }
+    const size_t w = static_cast<size_t>(t.width);
+    t.offset.assign(static_cast<size_t>(out_len) * w, 0);
+    t.weight.assign(static_cast<size_t>(out_len) * w, 0.0);
+    t.outside.assign(static_cast<size_t>(out_len), 0);
+    const int64_t last = std::max<int64_t>(in_len - 1, 0);
+    for (int64_t o = 0; o < out_len; ++o) {
+      const size_t base_slot = static_cast<size_t>(o) * w;
+      double xo = original_coordinate(o, in_len, out_len, scale, len_resized, start, end);
+      if (transform_ == Transform::TfCropAndResize &&
+          (xo < 0 || xo > static_cast<double>(in_len - 1))) {
+        t.outside[static_cast<size_t>(o)] = 1;
+        continue;
+      }
+      if (!std::isfinite(xo)) xo = 0;
+      xo = std::clamp(xo, -1.0e15, 1.0e15);
+      // Neighbours are taken left of xo: base = ceil(xo) - 1, ratio in (0, 1].
+      double base_f = std::ceil(xo) - 1;
+      double ratio = xo - base_f;
+      int64_t base = static_cast<int64_t>(base_f);
+      if (mode_ == ResizeMode::Nearest) {
+        int64_t idx = base + 1;
+        if (ratio < 1) {
+          bool up = false;
+          switch (rounding_) {
+            case NearestRounding::RoundPreferFloor:
+              up = ratio > 0.5;
+              break;
+            case NearestRounding::RoundPreferCeil:
+              up = ratio >= 0.5;
+              break;
+            case NearestRounding::Floor:
+              up = false;
+              break;
+            case NearestRounding::Ceil:
+              up = true;
+              break;
+          }
+          idx = up ? base + 1 : base;
+        }
+        t.offset[base_slot] = std::clamp<int64_t>(idx, 0, last) * stride;
+        t.weight[base_slot] = 1.0;
+        continue;
+      }
+      double sum = 0;
+      for (int64_t k = 0; k < t.width; ++k) {
+        int64_t off = first + k;
+        double arg = (static_cast<double>(off) - ratio) * support_scale;
+        double wt =
+            mode_ == ResizeMode::Linear ? std::max(0.0, 1.0 - std::fabs(arg)) : cubic_weight(arg);
+        int64_t idx = base + off;
+        if (exclude_outside_ && (idx < 0 || idx > in_len - 1)) wt = 0;
+        t.offset[base_slot + static_cast<size_t>(k)] = std::clamp<int64_t>(idx, 0, last) * stride;
+        t.weight[base_slot + static_cast<size_t>(k)] = wt;
+        sum += wt;
+      }
+      if ((antialias_ || exclude_outside_) && sum != 0)
+        for (size_t k = 0; k < w; ++k) t.weight[base_slot + k] /= sum;
+    }
+    return t;
+  }
+
+  template <typename T>
+  void fill(const T* x, T* y, const std::vector<int64_t>& out_shape,
+            const std::vector<AxisTaps>& taps, int threads) const {
+    const int64_t rank = static_cast<int64_t>(out_shape.size());
+    const int64_t total = ir::checked_numel(out_shape);
+    const bool nearest = mode_ == ResizeMode::Nearest;
+    int64_t taps_per_element = 1;
+    for (const auto& t : taps) taps_per_element *= t.width;
+    parallel_for(total, std::max<int64_t>(1, 16384 / taps_per_element), threads,
+                 [&](int64_t begin, int64_t end) {
+                   std::vector<int64_t> idx(static_cast<size_t>(rank));
+                   int64_t rem = begin;
+                   for (int64_t a = rank - 1; a >= 0; --a) {
+                     idx[static_cast<size_t>(a)] = rem % out_shape[static_cast<size_t>(a)];
+                     rem /= out_shape[static_cast<size_t>(a)];
+                   }
+                   std::vector<int64_t> k(static_cast<size_t>(rank));
+                   for (int64_t e = begin; e < end; ++e) {
+                     bool outside = false;
+                     for (int64_t a = 0; a < rank; ++a)
+                       outside |=
+                           taps[static_cast<size_t>(a)]
+                               .outside[static_cast<size_t>(idx[static_cast<size_t>(a)])] != 0;
+                     if (outside) {
+                       y[e] = from_double<T>(extrapolation_);
+                     } else if (nearest) {
+                       int64_t off = 0;
+                       for (int64_t a = 0; a < rank; ++a)
+                         off += taps[static_cast<size_t>(a)]
+                                    .offset[static_cast<size_t>(idx[static_cast<size_t>(a)])];
+                       y[e] = x[off];
+                     } else {
+                       y[e] = from_double<T>(interpolate(x, taps, idx, k));
+                     }
+                     for (int64_t a = rank - 1; a >= 0; --a) {
+                       if (++idx[static_cast<size_t>(a)] < out_shape[static_cast<size_t>(a)]) break;
+                       idx[static_cast<size_t>(a)] = 0;
+                     }
+                   }
+                 });
+  }
+
+  // Sum over the product of every axis' taps for the output element at `idx`.
+  template <typename T>
+  static double interpolate(const T* x, const std::vector<AxisTaps>& taps,
+                            const std::vector<int64_t>& idx, std::vector<int64_t>& k) {
+    const size_t rank = taps.size();
+    std::fill(k.begin(), k.end(), 0);
+    double acc = 0;
+    while (true) {
+      int64_t off = 0;
+      double w = 1;
+      for (size_t a = 0; a < rank; ++a) {
+        const AxisTaps& t = taps[a];
+        size_t slot = static_cast<size_t>(idx[a] * t.width + k[a]);
+        off += t.offset[slot];
+        w *= t.weight[slot];
+      }
+      if (w != 0) acc += w * static_cast<double>(convert<compute_t<T>>(x[off]));
+      size_t a = rank;
+      while (a > 0) {
+        --a;
+        if (++k[a] < taps[a].width) break;
+        k[a] = 0;
+        if (a == 0) return acc;
+      }
+    }
+  }
+
+  template <typename T>
+  static T from_double(double v) {
+    if constexpr (std::is_integral_v<T>) {
+      if (std::isnan(v)) return T(0);
+      double r = std::nearbyint(v);
+      if (r <= static_cast<double>(std::numeric_limits<T>::lowest()))
+        return std::numeric_limits<T>::lowest();
+      if (r >= static_cast<double>(std::numeric_limits<T>::max()))
+        return std::numeric_limits<T>::max();
+      return static_cast<T>(r);
+    } else {
+      return convert<T>(v);
+    }
+  }
+
+  ResizeMode mode_;
+  Transform transform_;
+  NearestRounding rounding_;
+  AspectPolicy policy_;
+  double cubic_a_ = -0.75;
+  bool exclude_outside_ = false;
+  bool antialias_ = false;
+  double extrapolation_ = 0;
+  std::vector<int64_t> axes_attr_;
+};
+
+}  // namespace
+
+void register_image_resize_kernels(backends::KernelRegistry& r) {
+  r.add<ResizeKernel>(ops::OpKind::Resize, dtypes_of(AllPodTypes{}));
+}
+
+}  // namespace switchyard::cpu
