@@ -8,9 +8,6 @@
 #include "ir/check.h"
 #include "support/op_test_util.h"
 
-// OpCase is built by aggregate initialisation that leaves trailing members at their defaults.
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-
 namespace switchyard {
 namespace {
 
