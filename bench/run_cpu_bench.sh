@@ -6,7 +6,7 @@
 # usage: bench/run_cpu_bench.sh [BUILD_DIR] [MODELS...]   (default: build resnet50 bert_base)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-$repo/build}
+build=$(cd "${1:-$repo/build}" && pwd)
 shift || true
 models=("$@")
 [ ${#models[@]} -gt 0 ] || models=(resnet50 bert_base)
