@@ -2,9 +2,11 @@
 // public API. The only file that names concrete backends.
 #include "switchyard/switchyard.hpp"
 
-#include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/cpu_backend.h"
+#include "backends/sim/sim_backend.h"
 #include "ir/check.h"
 #include "onnx/import.h"
+#include "placement/report.h"
 #include "runtime/executable.h"
 
 namespace switchyard {
@@ -50,15 +52,56 @@ Model Model::from_graph(std::unique_ptr<ir::Graph> graph) {
 std::vector<ValueInfo> Model::inputs() const { return describe_values(graph_->inputs()); }
 std::vector<ValueInfo> Model::outputs() const { return describe_values(graph_->outputs()); }
 
+namespace {
+
+placement::Policy make_policy(const Options& o) {
+  placement::Policy p;
+  p.compute_units = placement::parse_compute_units(o.compute_units);
+  if (!o.device.empty()) p.devices = placement::parse_device_list(o.device);
+  for (const auto& pin : o.pins) p.pins.push_back(placement::parse_pin(pin));
+  p.fallback = placement::parse_fallback(o.fallback);
+  p.min_partition_nodes = o.min_partition_nodes;
+  for (const auto& limit : o.memory_limits) {
+    auto [device, bytes] = placement::parse_memory_limit(limit);
+    SY_CHECK(p.memory_limits.emplace(device, bytes).second, InvalidArgument,
+             "--memory-limit {}: the device has two limits", device);
+  }
+  p.split = placement::parse_split(o.split);
+  return p;
+}
+
+// The devices this process can use: the cpu first, then declared simulated devices.
+std::vector<std::shared_ptr<const backends::Backend>> make_devices(const Options& o) {
+  SY_CHECK(o.sim_devices == 0 || o.sim_config.empty(), InvalidArgument,
+           "--sim and --sim-config both declare simulated devices; give one of them");
+  std::vector<std::shared_ptr<const backends::Backend>> devices;
+  devices.push_back(std::make_shared<cpu::CpuBackend>());
+  std::vector<std::shared_ptr<backends::Backend>> sims =
+      o.sim_config.empty() ? sim::create_sim_backends(o.sim_devices)
+                           : sim::create_sim_backends(sim::parse_sim_config(o.sim_config));
+  for (auto& s : sims) devices.push_back(std::move(s));
+  return devices;
+}
+
+}  // namespace
+
+std::vector<std::string> available_devices(const Options& options) {
+  std::vector<std::string> ids;
+  for (const auto& d : make_devices(options)) ids.push_back(d->device().id);
+  return ids;
+}
+
 Executable Model::compile(const Options& options) && {
   SY_CHECK(graph_ != nullptr, InvalidArgument, "Model::compile: the model was already compiled");
   runtime::CompileOptions co;
   co.num_threads = options.num_threads;
   co.shape_cache_capacity = options.shape_cache_capacity;
   co.optimize = options.optimize;
+  co.policy = make_policy(options);
+  auto devices = make_devices(options);
   std::unique_ptr<ir::Graph> graph(graph_.release());
   Executable exe;
-  exe.impl_ = runtime::Executable::compile(std::move(graph), cpu::cpu_kernels(), co);
+  exe.impl_ = runtime::Executable::compile(std::move(graph), std::move(devices), co);
   return exe;
 }
 
@@ -81,5 +124,14 @@ std::vector<ValueInfo> Executable::outputs() const {
   return describe_values(impl_->graph().outputs());
 }
 std::string Executable::placement_summary() const { return impl_->placement_summary(); }
+
+std::string Executable::explain(const std::string& format) const {
+  const placement::PlacementReport& r = impl_->placement_report();
+  if (format == "text") return placement::format_text(r);
+  if (format == "json") return placement::format_json(r);
+  if (format == "dot") return placement::format_dot(r);
+  if (format == "html") return placement::format_html(r);
+  SY_THROW(InvalidArgument, "--format '{}': expected text, json, dot or html", format);
+}
 
 }  // namespace switchyard

@@ -25,7 +25,9 @@ namespace runtime {
 class Executable;
 }
 
-/// How a model is compiled.
+/// How a model is compiled and where it may run. The placement fields take the CLI's
+/// spellings (docs/placement.md); unknown or contradictory values make compile() throw
+/// InvalidArgument naming the option.
 struct Options {
   /// Threads per run (0 = every core).
   int num_threads = 0;
@@ -33,6 +35,25 @@ struct Options {
   size_t shape_cache_capacity = 8;
   /// Run the graph optimizations (constant folding, dead-node removal).
   bool optimize = true;
+  /// "cpu_only", "cpu_and_gpu" or "all".
+  std::string compute_units = "all";
+  /// Preferred device ("cpu", "sim:0", "cuda:1", "cuda:most-memory", ...) or a comma list for
+  /// a split; empty: the first GPU by memory, else the cpu.
+  std::string device;
+  /// "PATTERN=DEVICE" pins (node-name glob or op:Type); the first matching pin wins.
+  std::vector<std::string> pins;
+  /// "allow" (unsupported nodes fall back to the cpu, and the report says so) or "strict".
+  std::string fallback = "allow";
+  /// Accelerator islands smaller than this move to the cpu.
+  int min_partition_nodes = 1;
+  /// "DEVICE=BYTES" (K/M/G suffixes) limits for --split pipeline stages.
+  std::vector<std::string> memory_limits;
+  /// "none" or "pipeline".
+  std::string split = "none";
+  /// Simulated accelerators that run every op (sim:0 .. sim:N-1).
+  int sim_devices = 0;
+  /// A JSON file declaring simulated accelerators with op subsets and costs.
+  std::string sim_config;
 };
 
 /// A graph input or output as declared: name, element type and dims ("batch", "3", "?").
@@ -45,6 +66,9 @@ struct ValueInfo {
 };
 
 class Executable;
+
+/// Ids of the devices `options` makes available ("cpu", "sim:0", ...), in placement order.
+SWITCHYARD_API std::vector<std::string> available_devices(const Options& options = {});
 
 /// A loaded model: the graph after import, before compilation.
 class SWITCHYARD_API Model {
@@ -76,8 +100,11 @@ class SWITCHYARD_API Executable {
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs) const;
   std::vector<ValueInfo> inputs() const;
   std::vector<ValueInfo> outputs() const;
-  /// One line: where the nodes run ("cpu: 122 of 122 nodes in 1 partition").
+  /// One line: where the nodes run ("sim:0: 29 of 31 nodes in 2 partitions; cpu: 2 nodes —
+  /// NonMaxSuppression: not supported on sim:0").
   std::string placement_summary() const;
+  /// The placement report as text, "json", "dot" or "html" (docs/placement.md).
+  std::string explain(const std::string& format = "text") const;
   /// The internal executable (for tools and tests inside the project).
   const runtime::Executable& internal() const { return *impl_; }
 

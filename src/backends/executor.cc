@@ -41,19 +41,37 @@ std::string shape_text(const ir::Datum* d) {
 }
 }  // namespace
 
+namespace {
+std::vector<const ir::Node*> all_nodes(const ir::Graph& g) {
+  std::vector<const ir::Node*> out;
+  for (const auto& n : g.nodes()) out.push_back(n.get());
+  return out;
+}
+std::vector<const ir::Value*> as_const(const std::vector<ir::Value*>& values) {
+  return {values.begin(), values.end()};
+}
+}  // namespace
+
 GraphProgram::GraphProgram(const ir::Graph& graph, const KernelRegistry& registry)
-    : graph_(graph) {
+    : GraphProgram(graph, all_nodes(graph), as_const(graph.inputs()), as_const(graph.outputs()),
+                   registry) {}
+
+GraphProgram::GraphProgram(const ir::Graph& graph, const std::vector<const ir::Node*>& nodes,
+                           const std::vector<const ir::Value*>& inputs,
+                           const std::vector<const ir::Value*>& outputs,
+                           const KernelRegistry& registry)
+    : graph_(graph), output_values_(outputs) {
   for (const auto& v : graph.values()) slot_by_value_[v.get()] = static_cast<int>(num_slots_++);
   constants_.resize(num_slots_);
   for (const auto& v : graph.values())
     if (v->is_constant()) constants_[static_cast<size_t>(slot_by_value_[v.get()])] = v->constant();
-  for (const ir::Value* v : graph.inputs()) input_slots_.push_back(slot_of(v));
-  for (const ir::Value* v : graph.outputs()) output_slots_.push_back(slot_of(v));
+  for (const ir::Value* v : inputs) input_slots_.push_back(slot_of(v));
+  for (const ir::Value* v : outputs) output_slots_.push_back(slot_of(v));
 
   std::vector<int> last_use(num_slots_, -1);
-  for (const auto& node : graph.nodes()) {
+  for (const ir::Node* node : nodes) {
     Step step;
-    step.node = node.get();
+    step.node = node;
     step.kernel = registry.create(*node);
     for (const ir::Value* v : node->inputs()) {
       if (!v) {
@@ -117,7 +135,7 @@ std::vector<ir::Datum> GraphProgram::run(std::vector<ir::Datum> inputs, RunState
       ProfileEvent e;
       e.name = step.node->name();
       e.op = step.node->op_type();
-      e.device = "cpu";
+      e.device = state.device;
       e.category = "Node";
       e.start_us = start;
       e.duration_us = state.profiler->now_us() - start;
@@ -139,9 +157,9 @@ std::vector<ir::Datum> GraphProgram::run(std::vector<ir::Datum> inputs, RunState
       continue;
     }
     // A body may return a value of an enclosing graph unchanged.
-    const ir::Datum* d = outer ? outer->lookup(graph_.outputs()[i]) : nullptr;
+    const ir::Datum* d = outer ? outer->lookup(output_values_[i]) : nullptr;
     SY_CHECK(d != nullptr, Internal, "graph '{}': output '{}' is not available", graph_.name(),
-             graph_.outputs()[i]->name());
+             output_values_[i]->name());
     results.push_back(*d);
   }
   return results;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -19,6 +20,8 @@ struct RunState {
   int num_threads = 1;
   /// Optional: records each node's time (nullptr = off).
   Profiler* profiler = nullptr;
+  /// The device running the current partition (for the profile).
+  std::string device = "cpu";
 };
 
 /// The values of one running graph, with a link to the enclosing graph's frame.
@@ -34,6 +37,11 @@ class GraphProgram {
  public:
   /// Creates one kernel per node; throws Unsupported naming the first node without a kernel.
   GraphProgram(const ir::Graph& graph, const KernelRegistry& registry);
+  /// A program over some of `graph`'s nodes (a partition): `inputs` are the values it reads
+  /// from outside, `outputs` those it returns; run() takes and returns them in these orders.
+  GraphProgram(const ir::Graph& graph, const std::vector<const ir::Node*>& nodes,
+               const std::vector<const ir::Value*>& inputs,
+               const std::vector<const ir::Value*>& outputs, const KernelRegistry& registry);
 
   /// Runs with `inputs` in graph-input order; returns the graph outputs in order. `outer` gives
   /// values of enclosing graphs (for subgraphs; nullptr at top level).
@@ -57,6 +65,7 @@ class GraphProgram {
   std::vector<ir::Datum> constants_;  // per slot; empty kind when not a constant
   std::vector<int> input_slots_;
   std::vector<int> output_slots_;
+  std::vector<const ir::Value*> output_values_;
   std::vector<Step> steps_;
   size_t num_slots_ = 0;
 };

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "ir/check.h"
+#include "ir/tensor.h"
 
 namespace switchyard::backends {
 
@@ -14,8 +15,21 @@ constexpr size_t kMaxCachedBytes = size_t{2} << 30;
 size_t round_up(size_t bytes) { return (std::max<size_t>(bytes, 1) + kAlign - 1) / kAlign * kAlign; }
 }  // namespace
 
-std::shared_ptr<HostPool> HostPool::create(bool poison) {
-  return std::shared_ptr<HostPool>(new HostPool(poison));
+std::shared_ptr<HostPool> HostPool::create(bool poison, int memory_space) {
+  return std::shared_ptr<HostPool>(new HostPool(poison, memory_space));
+}
+
+void PoolDeleter::operator()(void* p) const {
+  if (auto owner = pool.lock()) {
+    owner->release(p, size);
+  } else {
+    std::free(p);
+  }
+}
+
+int memory_space_of(const Tensor& tensor) {
+  const PoolDeleter* d = std::get_deleter<PoolDeleter>(tensor.storage());
+  return d ? d->memory_space : kHostMemorySpace;
 }
 
 HostPool::~HostPool() {
@@ -47,14 +61,7 @@ std::shared_ptr<void> HostPool::allocate(size_t bytes) {
     }
   }
   if (poison_) std::memset(p, 0xFF, size);
-  std::weak_ptr<HostPool> weak = weak_from_this();
-  return std::shared_ptr<void>(p, [weak, size](void* q) {
-    if (auto pool = weak.lock()) {
-      pool->release(q, size);
-    } else {
-      std::free(q);
-    }
-  });
+  return std::shared_ptr<void>(p, PoolDeleter{weak_from_this(), size, memory_space_});
 }
 
 void HostPool::release(void* p, size_t bytes) {

@@ -8,13 +8,23 @@
 #include <mutex>
 #include <vector>
 
+namespace switchyard {
+class Tensor;
+}
+
 namespace switchyard::backends {
+
+/// Memory space of plain host memory (the cpu). Other devices' pools use their own ids.
+constexpr int kHostMemorySpace = 0;
 
 class HostPool : public std::enable_shared_from_this<HostPool> {
  public:
   /// Creates a pool; `poison` fills fresh buffers with 0xFF bytes (NaN for floats) so tests
-  /// catch kernels that read outputs before writing them.
-  static std::shared_ptr<HostPool> create(bool poison = false);
+  /// catch kernels that read outputs before writing them. `memory_space` tags every block,
+  /// so a device can tell its values from others' (memory_space_of).
+  static std::shared_ptr<HostPool> create(bool poison = false,
+                                          int memory_space = kHostMemorySpace);
+  int memory_space() const { return memory_space_; }
   ~HostPool();
 
   /// Storage of at least `bytes` (64-byte aligned). The block returns to the pool when the
@@ -30,7 +40,8 @@ class HostPool : public std::enable_shared_from_this<HostPool> {
   size_t cached_bytes() const;
 
  private:
-  explicit HostPool(bool poison) : poison_(poison) {}
+  HostPool(bool poison, int memory_space) : poison_(poison), memory_space_(memory_space) {}
+  friend struct PoolDeleter;
   void release(void* p, size_t bytes);
   mutable std::mutex mutex_;
   std::multimap<size_t, void*> free_;
@@ -38,6 +49,20 @@ class HostPool : public std::enable_shared_from_this<HostPool> {
   size_t peak_ = 0;
   size_t cached_ = 0;
   bool poison_ = false;
+  int memory_space_ = kHostMemorySpace;
 };
+
+/// The deleter of pool blocks: returns the block to its pool (or frees it once the pool is
+/// gone) and remembers the block's memory space.
+struct PoolDeleter {
+  std::weak_ptr<HostPool> pool;
+  size_t size = 0;
+  int memory_space = kHostMemorySpace;
+  void operator()(void* p) const;
+};
+
+/// The memory space a tensor's storage was allocated in (kHostMemorySpace for plain host
+/// memory and for tensors not allocated from a pool).
+int memory_space_of(const Tensor& tensor);
 
 }  // namespace switchyard::backends

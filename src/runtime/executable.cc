@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <set>
 #include <thread>
 #include <unordered_map>
 
@@ -47,37 +48,78 @@ void optimize_graph(ir::Graph& graph, const backends::KernelRegistry& kernels) {
 
 }  // namespace
 
-std::shared_ptr<const Executable> Executable::compile(std::unique_ptr<ir::Graph> graph,
-                                                      const backends::KernelRegistry& kernels,
-                                                      const CompileOptions& options) {
+std::shared_ptr<const Executable> Executable::compile(
+    std::unique_ptr<ir::Graph> graph,
+    std::vector<std::shared_ptr<const backends::Backend>> devices,
+    const CompileOptions& options) {
   SY_CHECK(graph != nullptr, InvalidArgument, "compile: no graph given");
+  SY_CHECK(!devices.empty() && devices[0]->device().is_host, Internal,
+           "compile: the host cpu must be the first device");
   std::shared_ptr<Executable> exe(new Executable());
   ops::infer_types(*graph);
   ir::verify(*graph);
-  if (options.optimize) {
-    optimize_graph(*graph, kernels);
+  if (options.optimize && devices[0]->host_kernels()) {
+    optimize_graph(*graph, *devices[0]->host_kernels());
     ir::verify(*graph);
   }
-  for (const auto& node : graph->nodes()) {
-    backends::Support s = kernels.supports(*node);
-    SY_CHECK(s.ok, Unsupported, "{}: cannot run on {}: {}", node->describe(),
-             kernels.backend_name(), s.reason);
-    exe->placement_.push_back({node->name(), node->op_type(), kernels.backend_name(), "preferred",
-                               fmt::format("{} is the only device", kernels.backend_name())});
+  std::vector<const backends::Backend*> raw;
+  for (const auto& d : devices) raw.push_back(d.get());
+  exe->placement_ = placement::place(*graph, raw, options.policy);
+  exe->placement_.report.model = graph->name();
+  const placement::Placement& pl = exe->placement_;
+  for (size_t p = 0; p < pl.partitions.size(); ++p)
+    exe->compiled_.push_back(
+        raw[static_cast<size_t>(pl.partition_device[p])]->compile(pl.partitions[p]));
+
+  // Dense ids for the values that cross partitions, and when each can be dropped.
+  auto id_of = [&](const ir::Value* v) {
+    auto [it, fresh] = exe->value_ids_.emplace(v, static_cast<int>(exe->values_.size()));
+    if (fresh) exe->values_.push_back(v);
+    return it->second;
+  };
+  for (const ir::Value* v : graph->inputs()) id_of(v);
+  size_t num_parts = pl.partitions.size();
+  exe->partition_inputs_.resize(num_parts);
+  exe->partition_outputs_.resize(num_parts);
+  exe->release_after_.resize(num_parts);
+  exe->copies_before_.resize(num_parts);
+  exe->shape_transfers_before_.resize(num_parts);
+  std::map<int, int> last_use;
+  for (size_t p = 0; p < num_parts; ++p) {
+    for (const ir::Value* v : pl.partitions[p].inputs) {
+      int id = id_of(v);
+      exe->partition_inputs_[p].push_back(id);
+      last_use[id] = static_cast<int>(p);
+    }
+    for (const ir::Value* v : pl.partitions[p].outputs) exe->partition_outputs_[p].push_back(id_of(v));
   }
-  exe->program_ = std::make_unique<backends::GraphProgram>(*graph, kernels);
+  std::set<int> keep;
+  for (const ir::Value* v : graph->outputs())
+    if (!v->is_constant()) keep.insert(id_of(v));
+  for (auto [id, p] : last_use)
+    if (!keep.count(id)) exe->release_after_[static_cast<size_t>(p)].push_back(id);
+  for (const auto& c : pl.copies) {
+    if (c.before_partition < 0) {
+      exe->final_copies_.push_back(&c);
+    } else {
+      exe->copies_before_[static_cast<size_t>(c.before_partition)].push_back(&c);
+    }
+  }
+  for (const auto& c : pl.shape_transfers)
+    exe->shape_transfers_before_[static_cast<size_t>(c.before_partition)].push_back(&c);
+
   exe->graph_ = std::move(graph);
+  exe->devices_ = std::move(devices);
   exe->options_ = options;
-  exe->device_name_ = kernels.backend_name();
   exe->num_threads_ = options.num_threads > 0
                           ? options.num_threads
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return exe;
 }
 
-std::string Executable::placement_summary() const {
-  return fmt::format("{}: {} of {} nodes in 1 partition", device_name_, placement_.size(),
-                     placement_.size());
+int Executable::value_id(const ir::Value* v) const {
+  auto it = value_ids_.find(v);
+  return it == value_ids_.end() ? -1 : it->second;
 }
 
 std::string Executable::check_inputs(const std::vector<ir::Datum>& inputs) const {
@@ -126,33 +168,36 @@ std::string Executable::check_inputs(const std::vector<ir::Datum>& inputs) const
   return signature;
 }
 
-std::shared_ptr<backends::HostPool> Executable::acquire_pool(const std::string& signature,
-                                                             bool* hit) const {
+Executable::PoolSet Executable::acquire_pools(const std::string& signature, bool* hit) const {
+  auto fresh_set = [&] {
+    PoolSet set;
+    for (const auto& d : devices_) set.push_back(d->create_pool(options_.poison_buffers));
+    return set;
+  };
   std::lock_guard<std::mutex> lock(cache_mutex_);
   for (auto it = cache_.begin(); it != cache_.end(); ++it) {
     if (it->signature != signature) continue;
     cache_.splice(cache_.begin(), cache_, it);  // most recently used first
     *hit = true;
     if (!it->idle.empty()) {
-      auto pool = std::move(it->idle.back());
+      PoolSet set = std::move(it->idle.back());
       it->idle.pop_back();
-      return pool;
+      return set;
     }
-    return backends::HostPool::create(options_.poison_buffers);
+    return fresh_set();
   }
   *hit = false;
   cache_.push_front(CacheEntry{signature, {}});
   while (cache_.size() > std::max<size_t>(options_.shape_cache_capacity, 1)) cache_.pop_back();
-  return backends::HostPool::create(options_.poison_buffers);
+  return fresh_set();
 }
 
-void Executable::release_pool(const std::string& signature,
-                              std::shared_ptr<backends::HostPool> pool) const {
+void Executable::release_pools(const std::string& signature, PoolSet pools) const {
   std::lock_guard<std::mutex> lock(cache_mutex_);
   for (auto& entry : cache_) {
     if (entry.signature == signature) {
-      // Keep a few idle pools per signature for concurrent runs; more would only hold memory.
-      if (entry.idle.size() < 4) entry.idle.push_back(std::move(pool));
+      // Keep a few idle sets per signature for concurrent runs; more would only hold memory.
+      if (entry.idle.size() < 4) entry.idle.push_back(std::move(pools));
       return;
     }
   }
@@ -167,32 +212,123 @@ std::vector<ir::Datum> Executable::run(std::vector<ir::Datum> inputs, RunStats* 
                                        backends::Profiler* profiler) const {
   std::string signature = check_inputs(inputs);
   bool hit = false;
-  std::shared_ptr<backends::HostPool> pool = acquire_pool(signature, &hit);
-  pool->reset_peak();
+  PoolSet pools = acquire_pools(signature, &hit);
+  for (auto& pool : pools) pool->reset_peak();
   backends::RunState state;
-  state.pool = pool;
   state.num_threads = num_threads_;
   state.profiler = profiler;
   // OpenMP's thread count is per calling thread, so concurrent runs do not disturb each other.
   omp_set_num_threads(num_threads_);
-  int64_t start = profiler ? profiler->now_us() : 0;
-  std::vector<ir::Datum> outputs = program_->run(std::move(inputs), state);
+  int64_t run_start = profiler ? profiler->now_us() : 0;
+
+  // Each crossing value, per device where a copy of it lives.
+  size_t num_devices = devices_.size();
+  std::vector<std::vector<ir::Datum>> where(values_.size(), std::vector<ir::Datum>(num_devices));
+  std::vector<std::vector<char>> present(values_.size(), std::vector<char>(num_devices, 0));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    where[i][0] = std::move(inputs[i]);
+    present[i][0] = 1;
+  }
+  int copies = 0;
+  size_t copied_bytes = 0;
+  auto do_copy = [&](const placement::PlannedCopy& c) {
+    int id = value_id(c.value);
+    size_t from = static_cast<size_t>(c.from_device), to = static_cast<size_t>(c.to_device);
+    SY_CHECK(present[static_cast<size_t>(id)][from], Internal,
+             "value '{}' is not on {} when it should be copied from there", c.value->name(),
+             devices_[from]->device().id);
+    int64_t start = profiler ? profiler->now_us() : 0;
+    const ir::Datum& src = where[static_cast<size_t>(id)][from];
+    where[static_cast<size_t>(id)][to] = devices_[to]->copy_in(src, *pools[to]);
+    present[static_cast<size_t>(id)][to] = 1;
+    ++copies;
+    size_t bytes = src.is_tensor() ? src.tensor.nbytes() : 0;
+    for (const auto& t : src.sequence) bytes += t.nbytes();
+    copied_bytes += bytes;
+    if (profiler) {
+      backends::ProfileEvent e;
+      e.name = fmt::format("copy {} {}->{}", c.value->name(), devices_[from]->device().id,
+                           devices_[to]->device().id);
+      e.op = "Copy";
+      e.device = devices_[to]->device().id;
+      e.category = "Copy";
+      e.start_us = start;
+      e.duration_us = profiler->now_us() - start;
+      if (src.is_tensor()) e.input_shapes.push_back(ir::shape_to_string(src.tensor.shape()));
+      profiler->record(std::move(e));
+    }
+  };
+
+  const placement::Placement& pl = placement_;
+  for (size_t p = 0; p < compiled_.size(); ++p) {
+    size_t pd = static_cast<size_t>(pl.partition_device[p]);
+    for (const placement::PlannedCopy* c : copies_before_[p]) do_copy(*c);
+    std::map<int, ir::Datum> shape_only;
+    for (const placement::PlannedCopy* c : shape_transfers_before_[p]) {
+      // Only the shape crosses: a tensor without data, read by Shape/Size alone.
+      const ir::Datum& src = where[static_cast<size_t>(value_id(c->value))][static_cast<size_t>(c->from_device)];
+      SY_ASSERT(src.is_tensor());
+      shape_only[value_id(c->value)] =
+          ir::Datum(ir::Tensor::wrap(src.tensor.dtype(), src.tensor.shape(), nullptr, nullptr));
+    }
+    std::vector<ir::Datum> part_inputs;
+    for (int id : partition_inputs_[p]) {
+      if (present[static_cast<size_t>(id)][pd]) {
+        part_inputs.push_back(where[static_cast<size_t>(id)][pd]);
+      } else {
+        auto it = shape_only.find(id);
+        SY_CHECK(it != shape_only.end(), Internal, "value '{}' is not on {} for partition {}",
+                 values_[static_cast<size_t>(id)]->name(), devices_[pd]->device().id, p);
+        part_inputs.push_back(it->second);
+      }
+    }
+    state.pool = pools[pd];
+    state.device = devices_[pd]->device().id;
+    std::vector<ir::Datum> outs = compiled_[p]->run(std::move(part_inputs), state);
+    for (size_t i = 0; i < outs.size(); ++i) {
+      size_t id = static_cast<size_t>(partition_outputs_[p][i]);
+      where[id][pd] = std::move(outs[i]);
+      present[id][pd] = 1;
+    }
+    for (int id : release_after_[p]) {
+      for (size_t d = 0; d < num_devices; ++d) {
+        where[static_cast<size_t>(id)][d] = ir::Datum();
+        present[static_cast<size_t>(id)][d] = 0;
+      }
+    }
+  }
+  for (const placement::PlannedCopy* c : final_copies_) do_copy(*c);
+
+  std::vector<ir::Datum> outputs;
+  for (const ir::Value* v : graph_->outputs()) {
+    if (v->is_constant()) {
+      outputs.emplace_back(v->constant());
+      continue;
+    }
+    int id = value_id(v);
+    SY_CHECK(id >= 0 && present[static_cast<size_t>(id)][0], Internal,
+             "output '{}' did not reach the host", v->name());
+    outputs.push_back(where[static_cast<size_t>(id)][0]);
+  }
   if (profiler) {
     backends::ProfileEvent e;
     e.name = "model_run";
     e.op = "run";
-    e.device = device_name_;
+    e.device = "cpu";
     e.category = "Session";
-    e.start_us = start;
-    e.duration_us = profiler->now_us() - start;
+    e.start_us = run_start;
+    e.duration_us = profiler->now_us() - run_start;
     profiler->record(std::move(e));
   }
   if (stats) {
-    stats->peak_bytes = pool->peak_bytes();
+    stats->peak_bytes = 0;
+    for (const auto& pool : pools) stats->peak_bytes += pool->peak_bytes();
     stats->shape_cache_hit = hit;
     stats->shape_signature = signature;
+    stats->copies = copies;
+    stats->copied_bytes = copied_bytes;
   }
-  release_pool(signature, std::move(pool));
+  release_pools(signature, std::move(pools));
   return outputs;
 }
 

@@ -1,6 +1,7 @@
-// Executable: a model compiled once — types inferred, optimized, placed, lowered to kernels —
-// and run at any input shape its symbolic dims allow. Immutable after compile; run() is
-// thread-safe and reentrant (per-run scratch comes from a pool, never from members).
+// Executable: a model compiled once — types inferred, optimized, placed on devices under a
+// policy, cut into partitions that each device's backend compiles — and run at any input shape
+// its symbolic dims allow. Immutable after compile; run() is thread-safe and reentrant (per-run
+// scratch comes from pools, never from members).
 #pragma once
 
 #include <list>
@@ -10,9 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "backends/executor.h"
+#include "backends/backend.h"
 #include "backends/profiler.h"
 #include "ir/graph.h"
+#include "placement/placer.h"
 
 namespace switchyard::runtime {
 
@@ -25,41 +27,38 @@ struct CompileOptions {
   bool optimize = true;
   /// Fill fresh buffers with 0xFF bytes (tests use it to catch reads of unwritten memory).
   bool poison_buffers = false;
-};
-
-/// Where one node runs and why (the placement report's row).
-struct NodePlacement {
-  std::string node;
-  std::string op;
-  std::string device;
-  std::string cause;   ///< "preferred", "unsupported", "pinned", ...
-  std::string reason;  ///< human sentence
+  /// Where nodes may and should run.
+  placement::Policy policy;
 };
 
 struct RunStats {
-  size_t peak_bytes = 0;        ///< peak bytes of intermediate values in this run
+  size_t peak_bytes = 0;         ///< peak bytes of intermediate values, all devices together
   bool shape_cache_hit = false;  ///< prepared state for this shape signature was reused
   std::string shape_signature;
+  int copies = 0;           ///< values copied between devices in this run
+  size_t copied_bytes = 0;
 };
 
 class Executable {
  public:
-  /// Infers types, verifies, optimizes, places every node on the device whose kernels are
-  /// given (the CPU until placement lands) and compiles. Throws
-  /// Unsupported naming the first node that cannot run, InvalidModel for malformed graphs.
-  static std::shared_ptr<const Executable> compile(std::unique_ptr<ir::Graph> graph,
-                                                   const backends::KernelRegistry& kernels,
-                                                   const CompileOptions& options = {});
+  /// Infers types, verifies, optimizes, places every node on one of `devices` (devices[0] must
+  /// be the host cpu) under options.policy, and compiles each partition on its device. Throws
+  /// Unsupported / InvalidModel for the graph, InvalidArgument for bad options,
+  /// PlacementFailed when the policy cannot be met.
+  static std::shared_ptr<const Executable> compile(
+      std::unique_ptr<ir::Graph> graph,
+      std::vector<std::shared_ptr<const backends::Backend>> devices,
+      const CompileOptions& options = {});
 
   const ir::Graph& graph() const { return *graph_; }
   const CompileOptions& options() const { return options_; }
-  const std::vector<NodePlacement>& placement() const { return placement_; }
-  /// "cpu: 48 of 48 nodes in 1 partition".
-  std::string placement_summary() const;
+  const placement::PlacementReport& placement_report() const { return placement_.report; }
+  /// "sim:0: 29 of 31 nodes in 2 partitions; cpu: 2 nodes — ...".
+  std::string placement_summary() const { return placement_.report.summary(); }
 
   /// Runs with inputs in graph-input order. Checks each input's kind, dtype, rank and dims
   /// against the declared type (symbolic dims must agree across inputs); throws
-  /// InvalidArgument naming the input. Returns outputs in graph-output order.
+  /// InvalidArgument naming the input. Returns outputs in graph-output order, in host memory.
   std::vector<ir::Datum> run(std::vector<ir::Datum> inputs, RunStats* stats = nullptr,
                              backends::Profiler* profiler = nullptr) const;
   /// Same, inputs by name (every graph input must be given; unknown names are errors).
@@ -72,21 +71,33 @@ class Executable {
 
  private:
   Executable() = default;
+  using PoolSet = std::vector<std::shared_ptr<backends::HostPool>>;
   std::string check_inputs(const std::vector<ir::Datum>& inputs) const;
-  std::shared_ptr<backends::HostPool> acquire_pool(const std::string& signature, bool* hit) const;
-  void release_pool(const std::string& signature, std::shared_ptr<backends::HostPool> pool) const;
+  PoolSet acquire_pools(const std::string& signature, bool* hit) const;
+  void release_pools(const std::string& signature, PoolSet pools) const;
+  int value_id(const ir::Value* v) const;
 
   std::unique_ptr<ir::Graph> graph_;
   CompileOptions options_;
-  std::unique_ptr<backends::GraphProgram> program_;
-  std::vector<NodePlacement> placement_;
+  std::vector<std::shared_ptr<const backends::Backend>> devices_;
+  placement::Placement placement_;
+  std::vector<std::unique_ptr<backends::CompiledPartition>> compiled_;
   int num_threads_ = 1;
-  std::string device_name_;
 
-  // Per shape signature: idle pools that hold the buffers that shape needs, most recent first.
+  // Values crossing partitions, by dense id.
+  std::map<const ir::Value*, int> value_ids_;
+  std::vector<const ir::Value*> values_;
+  std::vector<std::vector<int>> partition_inputs_;   // value ids per partition
+  std::vector<std::vector<int>> partition_outputs_;  // value ids per partition
+  std::vector<std::vector<int>> release_after_;      // value ids to drop after each partition
+  std::vector<std::vector<const placement::PlannedCopy*>> copies_before_;
+  std::vector<const placement::PlannedCopy*> final_copies_;
+  std::vector<std::vector<const placement::PlannedCopy*>> shape_transfers_before_;
+
+  // Per shape signature: idle pool sets (one pool per device), most recently used first.
   struct CacheEntry {
     std::string signature;
-    std::vector<std::shared_ptr<backends::HostPool>> idle;
+    std::vector<PoolSet> idle;
   };
   mutable std::mutex cache_mutex_;
   mutable std::list<CacheEntry> cache_;

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/cpu_backend.h"
 #include "ir/check.h"
 #include "onnx/import.h"
 #include "runtime/executable.h"
@@ -151,7 +151,8 @@ Outcome run_case(const fs::path& dir) {
     runtime::CompileOptions options;
     options.num_threads = 1;
     options.poison_buffers = true;
-    exe = runtime::Executable::compile(std::move(graph), cpu::cpu_kernels(), options);
+    exe = runtime::Executable::compile(std::move(graph), {std::make_shared<cpu::CpuBackend>()},
+                                       options);
   } catch (const Error& e) {
     return {Outcome::Fail, e.what()};
   }

@@ -5,7 +5,7 @@
 #include <random>
 #include <thread>
 
-#include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/cpu_backend.h"
 #include "ir/check.h"
 #include "runtime/executable.h"
 #include "support/op_test_util.h"
@@ -14,6 +14,10 @@ namespace switchyard::runtime {
 namespace {
 
 using testing::random_tensor;
+
+std::vector<std::shared_ptr<const backends::Backend>> cpu_only() {
+  return {std::make_shared<cpu::CpuBackend>()};
+}
 
 // Y = Relu(X @ W + B), X float[N,K], W [K,M], B [M].
 std::unique_ptr<ir::Graph> dense_graph(const ir::Tensor& w, const ir::Tensor& b) {
@@ -48,7 +52,7 @@ TEST(Executable, RunsConcurrentlyFromFourThreadsAtDifferentShapes) {
   CompileOptions options;
   options.num_threads = 1;
   options.poison_buffers = true;
-  auto exe = Executable::compile(dense_graph(w, b), cpu::cpu_kernels(), options);
+  auto exe = Executable::compile(dense_graph(w, b), cpu_only(), options);
   std::vector<std::string> failures(4);
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
@@ -94,7 +98,7 @@ TEST(Executable, ReusesBuffersByLivenessAndReportsPeak) {
   for (int i = 0; i < 12; ++i)
     v = g->add_node(chain[i], "", {v}, {"v" + std::to_string(i)})->output(0);
   g->add_output(v);
-  auto exe = Executable::compile(std::move(g), cpu::cpu_kernels(), {});
+  auto exe = Executable::compile(std::move(g), cpu_only(), {});
   ir::Tensor x = random_tensor(ir::DType::Float32, {256, 1024}, 3);
   RunStats stats;
   auto out = exe->run(std::vector<ir::Datum>{ir::Datum(x)}, &stats);
@@ -113,7 +117,7 @@ TEST(Executable, ShapeCacheIsBoundedAndHits) {
   ir::Tensor b = random_tensor(ir::DType::Float32, {4}, 2);
   CompileOptions options;
   options.shape_cache_capacity = 3;
-  auto exe = Executable::compile(dense_graph(w, b), cpu::cpu_kernels(), options);
+  auto exe = Executable::compile(dense_graph(w, b), cpu_only(), options);
   RunStats stats;
   for (int64_t n = 1; n <= 6; ++n)
     exe->run(std::vector<ir::Datum>{ir::Datum(random_tensor(ir::DType::Float32, {n, 8}, 5))},
@@ -130,7 +134,7 @@ TEST(Executable, SymbolicDimsMustAgreeAcrossInputs) {
   ir::Value* a = g->add_input("A", ir::Type::tensor(ir::DType::Float32, ir::Shape{ir::Dim("N")}));
   ir::Value* b = g->add_input("B", ir::Type::tensor(ir::DType::Float32, ir::Shape{ir::Dim("N")}));
   g->add_output(g->add_node("Add", "add", {a, b}, {"C"})->output(0));
-  auto exe = Executable::compile(std::move(g), cpu::cpu_kernels(), {});
+  auto exe = Executable::compile(std::move(g), cpu_only(), {});
   try {
     exe->run(std::vector<ir::Datum>{ir::Datum(ir::Tensor(ir::DType::Float32, {3})),
                                     ir::Datum(ir::Tensor(ir::DType::Float32, {4}))});

@@ -9,5 +9,6 @@ namespace switchyard::tools {
 void add_run_command(CLI::App& app, int& exit_code);
 void add_info_command(CLI::App& app, int& exit_code);
 void add_devices_command(CLI::App& app, int& exit_code);
+void add_explain_command(CLI::App& app, int& exit_code);
 
 }  // namespace switchyard::tools

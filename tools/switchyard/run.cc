@@ -6,12 +6,17 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
+#include "backends/profiler.h"
 #include "commands.h"
 #include "io/npz.h"
 #include "ir/check.h"
 #include "runtime/executable.h"
 #include "runtime/inputs.h"
+#include "placement/report.h"
+#include "placement_options.h"
 #include "switchyard/switchyard.hpp"
+
+#include <fstream>
 
 namespace switchyard::tools {
 
@@ -27,6 +32,9 @@ struct RunArgs {
   int iterations = 1;
   int threads = 0;
   bool json = false;
+  bool explain = false;
+  std::string trace_path;
+  Options options;
 };
 
 // "NAME=VALUE" → (NAME, VALUE); throws InvalidArgument naming the option.
@@ -61,7 +69,7 @@ int run_command(const RunArgs& args) {
   SY_CHECK(args.iterations >= 1, InvalidArgument, "--iterations must be at least 1, got {}",
            args.iterations);
   SY_CHECK(args.threads >= 0, InvalidArgument, "--threads must be >= 0, got {}", args.threads);
-  Options options;
+  Options options = args.options;
   options.num_threads = args.threads;
   Executable exe = Model::load(args.model).compile(options);
   const runtime::Executable& impl = exe.internal();
@@ -88,9 +96,12 @@ int run_command(const RunArgs& args) {
   std::vector<double> times_ms;
   std::vector<ir::Datum> outputs;
   runtime::RunStats stats;
+  backends::Profiler profiler;
   for (int it = 0; it < args.iterations; ++it) {
+    // The trace records the last iteration (after first-shape preparation).
+    bool traced = !args.trace_path.empty() && it + 1 == args.iterations;
     auto start = std::chrono::steady_clock::now();
-    outputs = impl.run(inputs, &stats);
+    outputs = impl.run(inputs, &stats, traced ? &profiler : nullptr);
     auto end = std::chrono::steady_clock::now();
     times_ms.push_back(std::chrono::duration<double, std::milli>(end - start).count());
   }
@@ -99,6 +110,11 @@ int run_command(const RunArgs& args) {
   double median = sorted[sorted.size() / 2];
   if (sorted.size() % 2 == 0) median = (sorted[sorted.size() / 2 - 1] + median) / 2;
 
+  if (!args.trace_path.empty()) {
+    std::ofstream trace(args.trace_path, std::ios::binary);
+    SY_CHECK(trace.good(), InvalidArgument, "--trace {}: cannot write the file", args.trace_path);
+    trace << backends::format_chrome_trace(profiler.events());
+  }
   if (!args.outputs_path.empty()) {
     std::vector<std::pair<std::string, ir::Tensor>> arrays;
     for (size_t i = 0; i < outputs.size(); ++i) {
@@ -123,6 +139,7 @@ int run_command(const RunArgs& args) {
     j["median_ms"] = median;
     j["times_ms"] = times_ms;
     j["peak_bytes"] = stats.peak_bytes;
+    j["copies"] = stats.copies;
     for (size_t i = 0; i < inputs.size(); ++i) {
       runtime::ValueSummary s = runtime::summarize(graph.inputs()[i]->name(), inputs[i]);
       j["inputs"].push_back(
@@ -142,6 +159,7 @@ int run_command(const RunArgs& args) {
   }
   fmt::print("model: {}\n", args.model);
   fmt::print("placement: {}\n", impl.placement_summary());
+  if (args.explain) fmt::print("{}", placement::format_text(impl.placement_report()));
   for (size_t i = 0; i < inputs.size(); ++i) {
     runtime::ValueSummary s = runtime::summarize(graph.inputs()[i]->name(), inputs[i]);
     fmt::print("input  {}: {} {} ({})\n", s.name, s.dtype, s.shape, input_origin[i]);
@@ -154,9 +172,12 @@ int run_command(const RunArgs& args) {
       fmt::print("output {}: {} {}\n", s.name, s.dtype, s.shape);
     }
   }
-  fmt::print("time: median {:.3f} ms over {} iteration{}; peak intermediate memory {:.2f} MB\n",
+  fmt::print("time: median {:.3f} ms over {} iteration{}; peak intermediate memory {:.2f} MB; "
+             "{} cop{} between devices per run\n",
              median, args.iterations, args.iterations == 1 ? "" : "s",
-             static_cast<double>(stats.peak_bytes) / 1e6);
+             static_cast<double>(stats.peak_bytes) / 1e6, stats.copies,
+             stats.copies == 1 ? "y" : "ies");
+  if (!args.trace_path.empty()) fmt::print("trace written to {}\n", args.trace_path);
   if (!args.outputs_path.empty()) fmt::print("outputs written to {}\n", args.outputs_path);
   return 0;
 }
@@ -175,6 +196,9 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--iterations", args->iterations, "number of timed runs (median reported)");
   cmd->add_option("--threads", args->threads, "threads per run (0 = all cores)");
   cmd->add_flag("--json", args->json, "print one JSON object");
+  cmd->add_flag("--explain", args->explain, "print the placement report (per-node table)");
+  cmd->add_option("--trace", args->trace_path, "write a Chrome trace JSON of the last run");
+  add_placement_options(cmd, args->options);
   cmd->callback([args, &exit_code] { exit_code = run_command(*args); });
 }
 

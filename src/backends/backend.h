@@ -1,0 +1,89 @@
+// The backend seam: a Backend is one device (cpu, sim:N, cuda:N). Placement asks it what it can
+// run and what that costs; the runtime asks it to compile a partition and to move values into
+// its memory. Placement and runtime see only this header (and kernel.h / memory.h).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/executor.h"
+#include "backends/kernel.h"
+
+namespace switchyard::backends {
+
+/// What a device is, for discovery, placement and reports.
+struct DeviceInfo {
+  std::string id;    ///< "cpu", "sim:0", "cuda:1": what --device and reports use
+  std::string kind;  ///< "cpu", "sim", "cuda"
+  int index = 0;     ///< N of sim:N / cuda:N
+  std::string name;  ///< human-readable ("simulated accelerator 0", "NVIDIA H200")
+  std::string uuid;
+  uint64_t memory_bytes = 0;  ///< 0 = unknown / host memory
+  bool is_host = false;       ///< values here are host memory (the cpu)
+  bool is_gpu = false;        ///< counts as a GPU for compute units and defaults
+  // Cost-model parameters (placement estimates; not promises).
+  double gflops = 50.0;            ///< sustained arithmetic rate
+  double gbytes_per_s = 20.0;      ///< sustained memory bandwidth
+  double copy_latency_us = 0.0;    ///< fixed cost of one transfer to/from the host
+  double copy_gbytes_per_s = 0.0;  ///< transfer bandwidth to/from the host (0: no copies)
+};
+
+/// Estimated cost of one node on a device.
+struct CostEstimate {
+  double microseconds = 0;
+  double flops = 0;
+  double bytes = 0;  ///< bytes read and written
+};
+
+/// The nodes a backend compiles together, with the values that cross its boundary.
+struct Partition {
+  int index = 0;
+  std::string device;
+  const ir::Graph* graph = nullptr;
+  std::vector<const ir::Node*> nodes;    ///< in execution (topological) order
+  std::vector<const ir::Value*> inputs;  ///< read from outside: graph inputs, other partitions
+  std::vector<const ir::Value*> outputs;  ///< read by later partitions or graph outputs
+};
+
+/// A partition lowered to one device.
+class CompiledPartition {
+ public:
+  virtual ~CompiledPartition() = default;
+  /// Runs with inputs in Partition::inputs order (already in this device's memory); returns
+  /// outputs in Partition::outputs order, in this device's memory.
+  virtual std::vector<ir::Datum> run(std::vector<ir::Datum> inputs, RunState& state) const = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const DeviceInfo& device() const = 0;
+  /// Whether this device can run the node; the reason is user-facing when not.
+  virtual Support supports(const ir::Node& node) const = 0;
+  /// Estimated cost of the node here, from its static types (unknown dims count as 1).
+  virtual CostEstimate estimate(const ir::Node& node) const;
+  /// Lowers a partition (its nodes all placed here) to this device.
+  virtual std::unique_ptr<CompiledPartition> compile(const Partition& partition) const = 0;
+  /// A new pool of this device's memory for one run's values.
+  virtual std::shared_ptr<HostPool> create_pool(bool poison) const = 0;
+  /// Copies a value (host memory or another device's) into this device's memory, allocating
+  /// from `pool` (a pool this backend created).
+  virtual ir::Datum copy_in(const ir::Datum& value, HostPool& pool) const = 0;
+  /// Whether a tensor's storage lives in this device's memory (for checks and tests).
+  virtual bool owns(const ir::Tensor& tensor) const = 0;
+  /// The host kernels when this backend runs them (cpu, sim): used to fold constants.
+  virtual const KernelRegistry* host_kernels() const { return nullptr; }
+};
+
+/// A partition run by a GraphProgram over `registry`'s kernels (the cpu and sim backends).
+std::unique_ptr<CompiledPartition> compile_program_partition(const Partition& partition,
+                                                             const KernelRegistry& registry);
+/// Deep copy of a value (tensors, sequences) into `pool`'s memory.
+ir::Datum copy_datum(const ir::Datum& value, HostPool& pool);
+
+/// FLOPs and bytes of a node from its static types (shared by every backend's estimate()).
+CostEstimate estimate_node_work(const ir::Node& node);
+
+}  // namespace switchyard::backends

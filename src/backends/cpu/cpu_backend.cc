@@ -1,0 +1,43 @@
+#include "backends/cpu/cpu_backend.h"
+
+#include <thread>
+
+#include "backends/cpu/cpu_kernels.h"
+
+namespace switchyard::cpu {
+
+CpuBackend::CpuBackend() {
+  info_.id = "cpu";
+  info_.kind = "cpu";
+  info_.name = "host CPU";
+  info_.is_host = true;
+  // Estimates only: a few tens of GFLOP/s per core with oneDNN on AVX2/AVX-512.
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  info_.gflops = 40.0 * cores;
+  info_.gbytes_per_s = 15.0 * cores;
+}
+
+backends::Support CpuBackend::supports(const ir::Node& node) const {
+  return cpu_kernels().supports(node);
+}
+
+std::unique_ptr<backends::CompiledPartition> CpuBackend::compile(
+    const backends::Partition& partition) const {
+  return backends::compile_program_partition(partition, cpu_kernels());
+}
+
+std::shared_ptr<backends::HostPool> CpuBackend::create_pool(bool poison) const {
+  return backends::HostPool::create(poison, backends::kHostMemorySpace);
+}
+
+ir::Datum CpuBackend::copy_in(const ir::Datum& value, backends::HostPool& pool) const {
+  return backends::copy_datum(value, pool);
+}
+
+bool CpuBackend::owns(const ir::Tensor& tensor) const {
+  return backends::memory_space_of(tensor) == backends::kHostMemorySpace;
+}
+
+const backends::KernelRegistry* CpuBackend::host_kernels() const { return &cpu_kernels(); }
+
+}  // namespace switchyard::cpu

@@ -1,0 +1,604 @@
+#include "placement/placer.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "ir/check.h"
+
+namespace switchyard::placement {
+
+namespace {
+
+using backends::Backend;
+
+std::string device_list_text(const std::vector<const Backend*>& devices) {
+  std::string s;
+  for (const Backend* b : devices) s += (s.empty() ? "" : ", ") + b->device().id;
+  return s;
+}
+
+bool is_integer_dtype(ir::DType d) { return d == ir::DType::Int64 || d == ir::DType::Int32; }
+
+// A value small enough to be a shape: an integer tensor of rank <= 1 with at most 64 elements.
+bool shape_like(const ir::Value* v) {
+  const ir::Type& t = v->type();
+  if (!t.is_tensor() || !is_integer_dtype(t.dtype) || !t.shape || t.shape->size() > 1)
+    return false;
+  return t.shape->empty() || ((*t.shape)[0].is_static() && (*t.shape)[0].value <= 64);
+}
+
+// Values of `graph` a node reads, directly or from inside its subgraphs, in first-use order.
+std::vector<const ir::Value*> values_read(const ir::Node& node, const ir::Graph& graph) {
+  std::vector<const ir::Value*> out;
+  std::set<const ir::Value*> seen;
+  auto add = [&](const ir::Value* v) {
+    if (v && v->owner() == &graph && seen.insert(v).second) out.push_back(v);
+  };
+  for (const ir::Value* v : node.inputs()) add(v);
+  std::function<void(const ir::Graph&)> walk = [&](const ir::Graph& sub) {
+    for (const auto& n : sub.nodes()) {
+      for (const ir::Value* v : n->inputs()) add(v);
+      for (const ir::Graph* s : n->subgraphs()) walk(*s);
+    }
+    for (const ir::Value* v : sub.outputs()) add(v);
+  };
+  for (const ir::Graph* s : node.subgraphs()) walk(*s);
+  return out;
+}
+
+int64_t static_bytes(const ir::Value* v) {
+  const ir::Type& t = v->type();
+  if (!t.is_tensor() || !t.shape) return -1;
+  auto dims = ir::static_dims(*t.shape);
+  if (!dims) return -1;
+  int64_t n = 1;
+  for (int64_t d : *dims) n *= d;
+  return n * static_cast<int64_t>(ir::dtype_size(t.dtype));
+}
+
+// Estimated microseconds to move `v` to or from a device (unknown dims count as 1).
+double copy_cost_us(const ir::Value* v, const backends::DeviceInfo& d) {
+  double bytes = 4;
+  const ir::Type& t = v->type();
+  if (t.is_tensor() && t.shape) {
+    bytes = static_cast<double>(ir::dtype_size(t.dtype));
+    for (const ir::Dim& dim : *t.shape) bytes *= dim.is_static() ? static_cast<double>(dim.value) : 1;
+  }
+  double bw = d.copy_gbytes_per_s > 0 ? d.copy_gbytes_per_s : 10.0;
+  return d.copy_latency_us + bytes / (bw * 1e3);
+}
+
+struct NodeState {
+  int device = 0;
+  Cause cause = Cause::Preferred;
+  std::string reason;
+  double copy_cost_us = 0;
+  double saving_us = 0;
+};
+
+class Placer {
+ public:
+  Placer(const ir::Graph& graph, const std::vector<const Backend*>& devices, const Policy& policy)
+      : graph_(graph), all_(devices), policy_(policy) {}
+
+  Placement run() {
+    SY_CHECK(!all_.empty() && all_[0]->device().is_host, Internal,
+             "placement needs the host cpu as device 0");
+    choose_devices();
+    index_nodes();
+    assign_pins_capability_and_targets();
+    keep_shape_computations_on_host();
+    merge_islands();
+    return partition_and_plan_copies();
+  }
+
+ private:
+  // Pass 0: the devices the compute units allow, the target(s), and option checks.
+  void choose_devices() {
+    for (size_t i = 0; i < all_.size(); ++i) {
+      const auto& d = all_[i]->device();
+      bool allowed = d.is_host || policy_.compute_units == ComputeUnits::All ||
+                     (policy_.compute_units == ComputeUnits::CpuAndGpu && d.is_gpu);
+      if (allowed) allowed_.push_back(static_cast<int>(i));
+    }
+    auto allowed_index = [&](const std::string& spec, const char* option) {
+      int idx = resolve_device(spec, all_);
+      SY_CHECK(std::find(allowed_.begin(), allowed_.end(), idx) != allowed_.end(),
+               InvalidArgument, "{} {}: the device is excluded by --compute-units {}", option,
+               spec,
+               policy_.compute_units == ComputeUnits::CpuOnly ? "cpu_only" : "cpu_and_gpu");
+      return idx;
+    };
+    for (const std::string& spec : policy_.devices)
+      targets_.push_back(allowed_index(spec, "--device"));
+    if (targets_.empty()) {
+      // Default: the GPU with the most memory among those allowed, else the cpu.
+      int best = 0;
+      for (int i : allowed_) {
+        const auto& d = all_[static_cast<size_t>(i)]->device();
+        if (d.is_gpu && (best == 0 || d.memory_bytes > all_[static_cast<size_t>(best)]->device().memory_bytes))
+          best = i;
+      }
+      targets_.push_back(best);
+    }
+    if (policy_.split == SplitMode::Pipeline) {
+      SY_CHECK(targets_.size() >= 2, InvalidArgument,
+               "--split pipeline needs at least two devices in --device (got {})",
+               targets_.size());
+    } else {
+      SY_CHECK(targets_.size() == 1, InvalidArgument,
+               "--device lists {} devices; several devices need --split pipeline",
+               targets_.size());
+    }
+    SY_CHECK(policy_.min_partition_nodes >= 1, InvalidArgument,
+             "--min-partition-nodes {}: must be at least 1", policy_.min_partition_nodes);
+    for (const auto& [spec, bytes] : policy_.memory_limits) {
+      int idx = resolve_device(spec, all_);
+      memory_limit_[idx] = bytes;
+    }
+    for (const Pin& pin : policy_.pins) pin_devices_.push_back(allowed_index(pin.device, "--pin"));
+  }
+
+  void index_nodes() {
+    for (const auto& n : graph_.nodes()) {
+      node_index_[n.get()] = static_cast<int>(nodes_.size());
+      nodes_.push_back(n.get());
+    }
+    state_.resize(nodes_.size());
+    reads_.resize(nodes_.size());
+    for (size_t i = 0; i < nodes_.size(); ++i) reads_[i] = values_read(*nodes_[i], graph_);
+  }
+
+  const Backend& dev(int i) const { return *all_[static_cast<size_t>(i)]; }
+  const std::string& dev_id(int i) const { return dev(i).device().id; }
+
+  // The device each node is meant for before capability: the target, or its pipeline stage.
+  std::vector<int> stage_devices() {
+    std::vector<int> out(nodes_.size(), targets_[0]);
+    if (policy_.split != SplitMode::Pipeline) return out;
+    // Contiguous stages balanced by estimated cost, each bounded by its device's memory limit
+    // (the bytes of the weights its nodes read).
+    const Backend& first = dev(targets_[0]);
+    std::vector<double> cost(nodes_.size());
+    std::vector<double> weights(nodes_.size(), 0);
+    double total = 0;
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      cost[i] = first.estimate(*nodes_[i]).microseconds;
+      total += cost[i];
+      for (const ir::Value* v : reads_[i])
+        if (v->is_constant()) weights[i] += static_cast<double>(v->constant().nbytes());
+    }
+    size_t stages = targets_.size();
+    size_t node = 0;
+    double done = 0;
+    for (size_t s = 0; s < stages; ++s) {
+      int d = targets_[s];
+      double limit = limit_of(d);
+      double used = 0;
+      double goal = total * static_cast<double>(s + 1) / static_cast<double>(stages);
+      size_t begin = node;
+      while (node < nodes_.size()) {
+        bool last_stage = s + 1 == stages;
+        if (!last_stage && node > begin && done + cost[node] / 2 > goal) break;
+        if (used + weights[node] > limit) {
+          SY_CHECK(!last_stage && node > begin, PlacementFailed,
+                   "--split pipeline: the weights of stage {} exceed the memory limit of {} "
+                   "({:.0f} bytes > {:.0f})",
+                   s + 1, dev_id(d), used + weights[node], limit);
+          break;
+        }
+        used += weights[node];
+        done += cost[node];
+        out[node] = d;
+        stage_of_[node] = static_cast<int>(s);
+        ++node;
+      }
+    }
+    stage_cost_total_ = total;
+    return out;
+  }
+
+  double limit_of(int d) const {
+    auto it = memory_limit_.find(d);
+    if (it != memory_limit_.end()) return static_cast<double>(it->second);
+    uint64_t m = dev(d).device().memory_bytes;
+    return m ? static_cast<double>(m) : 1e300;
+  }
+
+  // Passes 1, 2 and 4: pins, capability (fallback or strict), preferred device / stage.
+  void assign_pins_capability_and_targets() {
+    std::vector<int> wanted = stage_devices();
+    std::vector<std::string> strict_failures;
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      const ir::Node& n = *nodes_[i];
+      NodeState& st = state_[i];
+      int pin = matching_pin(n);
+      if (pin >= 0) {
+        int d = pin_devices_[static_cast<size_t>(pin)];
+        backends::Support s = dev(d).supports(n);
+        SY_CHECK(s.ok, PlacementFailed, "--pin {}={}: node '{}' ({}) cannot run on {}: {}",
+                 policy_.pins[static_cast<size_t>(pin)].pattern,
+                 policy_.pins[static_cast<size_t>(pin)].device, n.name(), n.op_type(), dev_id(d),
+                 s.reason);
+        st = {d, Cause::Pinned,
+              fmt::format("pinned by --pin {}={}", policy_.pins[static_cast<size_t>(pin)].pattern,
+                          policy_.pins[static_cast<size_t>(pin)].device)};
+        continue;
+      }
+      int d = wanted[i];
+      backends::Support s = dev(d).supports(n);
+      if (!s.ok) {
+        if (policy_.fallback == Fallback::Strict) {
+          strict_failures.push_back(fmt::format("  node '{}' ({}) on {}: {}", n.name(), n.op_type(),
+                                                dev_id(d), s.reason));
+          continue;
+        }
+        backends::Support host = dev(0).supports(n);
+        SY_CHECK(host.ok, Unsupported, "{}: no device can run it: {}; cpu: {}", n.describe(),
+                 s.reason, host.reason);
+        st = {0, Cause::Unsupported, s.reason};
+        continue;
+      }
+      if (policy_.split == SplitMode::Pipeline) {
+        st = {d, Cause::Split,
+              fmt::format("pipeline stage {} of {} on {}", stage_of_[i] + 1, targets_.size(),
+                          dev_id(d))};
+      } else {
+        st = {d, Cause::Preferred,
+              d == 0 && all_.size() == 1 ? "cpu is the only device"
+                                         : fmt::format("{} is the preferred device", dev_id(d))};
+      }
+    }
+    if (!strict_failures.empty()) {
+      std::string lines;
+      for (const auto& l : strict_failures) lines += "\n" + l;
+      SY_THROW(PlacementFailed, "strict placement failed: {} node{} cannot run where asked:{}",
+               strict_failures.size(), strict_failures.size() == 1 ? "" : "s", lines);
+    }
+  }
+
+  int matching_pin(const ir::Node& n) const {
+    for (size_t p = 0; p < policy_.pins.size(); ++p) {
+      const std::string& pat = policy_.pins[p].pattern;
+      bool hit = pat.rfind("op:", 0) == 0 ? n.op_type() == pat.substr(3) : glob_match(pat, n.name());
+      if (hit) return static_cast<int>(p);
+    }
+    return -1;
+  }
+
+  // Pass 3: small integer shape computations (Shape → Gather → Concat chains) stay on the host,
+  // so no device sync is needed to learn a shape.
+  void keep_shape_computations_on_host() {
+    std::vector<bool> host_shape(nodes_.size(), false);
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      const ir::Node& n = *nodes_[i];
+      bool outputs_small = n.num_outputs() > 0;
+      for (const ir::Value* v : n.outputs()) outputs_small = outputs_small && shape_like(v);
+      if (!outputs_small || !n.subgraphs().empty()) continue;
+      bool from_shapes = n.op_type() == "Shape" || n.op_type() == "Size";
+      if (!from_shapes) {
+        bool any_input = false;
+        from_shapes = true;
+        for (const ir::Value* v : n.inputs()) {
+          if (!v || v->is_constant()) continue;
+          any_input = true;
+          const ir::Node* p = v->owner() == &graph_ ? v->producer() : nullptr;
+          if (!p || !host_shape[static_cast<size_t>(node_index_.at(p))]) from_shapes = false;
+        }
+        from_shapes = from_shapes && any_input;
+      }
+      if (!from_shapes) continue;
+      host_shape[i] = true;
+      NodeState& st = state_[i];
+      if (st.device == 0 || (st.cause != Cause::Preferred && st.cause != Cause::Split)) continue;
+      if (!dev(0).supports(n).ok) continue;
+      st = {0, Cause::HostShape,
+            "a small integer shape computation: kept on the host so no device sync is needed"};
+    }
+  }
+
+  // Pass 5: an accelerator island whose copies cost more than it saves moves to the host;
+  // so does one smaller than --min-partition-nodes. Never across a pin; never in strict mode
+  // onto a device the user did not ask for.
+  void merge_islands() {
+    bool host_allowed = policy_.fallback == Fallback::Allow ||
+                        std::find(targets_.begin(), targets_.end(), 0) != targets_.end();
+    if (!host_allowed) return;
+    std::vector<int> island(nodes_.size(), -1);
+    int count = 0;
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (island[i] >= 0 || state_[i].device == 0 || !movable(i)) continue;
+      // Flood-fill movable nodes on the same device connected by data edges.
+      std::vector<size_t> members;
+      std::vector<size_t> work = {i};
+      island[i] = count;
+      while (!work.empty()) {
+        size_t k = work.back();
+        work.pop_back();
+        members.push_back(k);
+        for (size_t j : neighbours(k)) {
+          if (island[j] < 0 && state_[j].device == state_[i].device && movable(j)) {
+            island[j] = count;
+            work.push_back(j);
+          }
+        }
+      }
+      ++count;
+      std::sort(members.begin(), members.end());
+      consider_island(members);
+    }
+  }
+
+  bool movable(size_t i) const {
+    return state_[i].cause == Cause::Preferred || state_[i].cause == Cause::Split;
+  }
+
+  std::vector<size_t> neighbours(size_t k) {
+    std::vector<size_t> out;
+    for (const ir::Value* v : reads_[k])
+      if (v->producer()) out.push_back(static_cast<size_t>(node_index_.at(v->producer())));
+    for (const ir::Value* v : nodes_[k]->outputs())
+      for (auto [user, idx] : v->uses()) {
+        const ir::Node* top = top_level(user);
+        if (top) out.push_back(static_cast<size_t>(node_index_.at(top)));
+      }
+    return out;
+  }
+
+  // The top-level node a (possibly nested) node belongs to.
+  const ir::Node* top_level(const ir::Node* n) const {
+    while (n && n->owner() != &graph_) {
+      const ir::Graph* g = n->owner();
+      const ir::Node* parent = nullptr;
+      // Find the node whose subgraph is g: search the enclosing graph.
+      if (g->parent()) {
+        for (const auto& cand : g->parent()->nodes())
+          for (const ir::Graph* s : cand->subgraphs())
+            if (s == g) parent = cand.get();
+      }
+      n = parent;
+    }
+    return n;
+  }
+
+  void consider_island(const std::vector<size_t>& members) {
+    int d = state_[members[0]].device;
+    std::set<size_t> in_island(members.begin(), members.end());
+    for (size_t k : members)
+      if (!dev(0).supports(*nodes_[k]).ok) return;  // cannot move to the host
+    const auto& info = dev(d).device();
+    double copy_cost = 0;
+    double saving = 0;
+    std::set<const ir::Value*> crossing;
+    std::set<const ir::Value*> graph_outputs(graph_.outputs().begin(), graph_.outputs().end());
+    for (size_t k : members) {
+      saving += dev(0).estimate(*nodes_[k]).microseconds - dev(d).estimate(*nodes_[k]).microseconds;
+      for (const ir::Value* v : reads_[k]) {
+        if (v->is_constant()) continue;
+        const ir::Node* p = v->producer();
+        if (!p || !in_island.count(static_cast<size_t>(node_index_.at(p)))) crossing.insert(v);
+      }
+      for (const ir::Value* v : nodes_[k]->outputs()) {
+        bool leaves = graph_outputs.count(v) > 0;
+        for (auto [user, idx] : v->uses()) {
+          const ir::Node* top = top_level(user);
+          if (top && !in_island.count(static_cast<size_t>(node_index_.at(top)))) leaves = true;
+        }
+        if (leaves) crossing.insert(v);
+      }
+    }
+    for (const ir::Value* v : crossing) copy_cost += copy_cost_us(v, info);
+    bool too_small = static_cast<int>(members.size()) < policy_.min_partition_nodes;
+    if (!(copy_cost > saving) && !too_small) return;
+    for (size_t k : members) {
+      NodeState& st = state_[k];
+      st.device = 0;
+      st.cause = Cause::Island;
+      st.copy_cost_us = copy_cost;
+      st.saving_us = saving;
+      st.reason = too_small && !(copy_cost > saving)
+                      ? fmt::format("island of {} node{} on {} is below --min-partition-nodes {}",
+                                    members.size(), members.size() == 1 ? "" : "s", info.id,
+                                    policy_.min_partition_nodes)
+                      : fmt::format("island of {} node{} moved from {} to the cpu: its copies "
+                                    "would cost more than running there saves",
+                                    members.size(), members.size() == 1 ? "" : "s", info.id);
+    }
+  }
+
+  // Partitions: stage(n) = max over producers p of stage(p) + (device differs). Nodes sharing
+  // (stage, device) form one partition; every cross-device edge climbs a stage, so the
+  // partition graph is acyclic. Then one copy per (value, destination device).
+  Placement partition_and_plan_copies() {
+    std::vector<int> level(nodes_.size(), 0);
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      for (const ir::Value* v : reads_[i]) {
+        if (!v->producer()) continue;
+        size_t p = static_cast<size_t>(node_index_.at(v->producer()));
+        level[i] = std::max(level[i], level[p] + (state_[p].device != state_[i].device ? 1 : 0));
+      }
+    }
+    std::map<std::pair<int, int>, int> key_to_partition;  // (level, device order) → index
+    std::map<std::pair<int, int>, std::vector<size_t>> groups;
+    for (size_t i = 0; i < nodes_.size(); ++i) groups[{level[i], state_[i].device}].push_back(i);
+    Placement out;
+    out.devices = all_;
+    out.node_device.resize(nodes_.size());
+    std::vector<int> partition_of(nodes_.size());
+    for (auto& [key, members] : groups) {
+      int index = static_cast<int>(out.partitions.size());
+      backends::Partition p;
+      p.index = index;
+      p.device = dev_id(key.second);
+      p.graph = &graph_;
+      for (size_t k : members) {
+        p.nodes.push_back(nodes_[k]);
+        partition_of[k] = index;
+      }
+      out.partitions.push_back(std::move(p));
+      out.partition_device.push_back(key.second);
+    }
+    for (size_t i = 0; i < nodes_.size(); ++i) out.node_device[i] = state_[i].device;
+
+    // Boundary values and copies.
+    std::set<const ir::Value*> graph_outputs(graph_.outputs().begin(), graph_.outputs().end());
+    auto home_of = [&](const ir::Value* v) {
+      return v->producer() ? state_[static_cast<size_t>(node_index_.at(v->producer()))].device : 0;
+    };
+    std::set<std::pair<const ir::Value*, int>> resident;  // (value, device) already there
+    for (auto& p : out.partitions) {
+      int pd = out.partition_device[static_cast<size_t>(p.index)];
+      std::set<const ir::Value*> inside;
+      for (const ir::Node* n : p.nodes)
+        for (const ir::Value* v : n->outputs()) inside.insert(v);
+      std::set<const ir::Value*> seen;
+      for (const ir::Node* n : p.nodes) {
+        for (const ir::Value* v : reads_[static_cast<size_t>(node_index_.at(n))]) {
+          if (v->is_constant() || inside.count(v) || !seen.insert(v).second) continue;
+          p.inputs.push_back(v);
+          int home = home_of(v);
+          if (home == pd) continue;
+          bool shape_only = true;
+          for (const ir::Node* user : p.nodes) {
+            const auto& uses = user->inputs();
+            bool reads_direct = std::find(uses.begin(), uses.end(), v) != uses.end();
+            bool reads_nested = !reads_direct &&
+                                std::find(reads_[static_cast<size_t>(node_index_.at(user))].begin(),
+                                          reads_[static_cast<size_t>(node_index_.at(user))].end(),
+                                          v) != reads_[static_cast<size_t>(node_index_.at(user))].end();
+            if (reads_nested || (reads_direct && user->op_type() != "Shape" &&
+                                 user->op_type() != "Size"))
+              shape_only = false;
+          }
+          if (shape_only) {
+            out.shape_transfers.push_back({v, home, pd, p.index});
+          } else if (resident.insert({v, pd}).second) {
+            out.copies.push_back({v, home, pd, p.index});
+          }
+        }
+      }
+      for (const ir::Node* n : p.nodes)
+        for (const ir::Value* v : n->outputs()) {
+          bool needed = graph_outputs.count(v) > 0;
+          for (auto [user, idx] : v->uses()) {
+            const ir::Node* top = top_level(user);
+            if (top && partition_of[static_cast<size_t>(node_index_.at(top))] != p.index)
+              needed = true;
+          }
+          if (needed) p.outputs.push_back(v);
+        }
+    }
+    for (const ir::Value* v : graph_.outputs()) {
+      if (v->is_constant() || v->is_graph_input()) continue;
+      int home = home_of(v);
+      if (home != 0 && resident.insert({v, 0}).second) out.copies.push_back({v, home, 0, -1});
+    }
+    out.report = make_report(out, partition_of);
+    return out;
+  }
+
+  PlacementReport make_report(const Placement& pl, const std::vector<int>& partition_of) {
+    PlacementReport r;
+    r.model = graph_.name();
+    r.target = dev_id(targets_[0]);
+    for (size_t t = 1; t < targets_.size(); ++t) r.target += "," + dev_id(targets_[t]);
+    for (int i : allowed_) r.devices.push_back(dev_id(i));
+    r.policy = policy_.describe();
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      const NodeState& st = state_[i];
+      NodeDecision d;
+      d.node = nodes_[i]->name();
+      d.op = nodes_[i]->op_type();
+      d.device = dev_id(st.device);
+      d.cause = st.cause;
+      d.reason = st.reason;
+      d.partition = partition_of[i];
+      d.copy_cost_us = st.copy_cost_us;
+      d.saving_us = st.saving_us;
+      r.nodes.push_back(std::move(d));
+    }
+    for (size_t p = 0; p < pl.partitions.size(); ++p) {
+      PartitionInfo info;
+      info.index = static_cast<int>(p);
+      info.device = pl.partitions[p].device;
+      for (const ir::Node* n : pl.partitions[p].nodes) {
+        info.nodes.push_back(n->name());
+        info.estimated_us += dev(pl.partition_device[p]).estimate(*n).microseconds;
+      }
+      r.partitions.push_back(std::move(info));
+    }
+    for (const PlannedCopy& c : pl.copies) {
+      CopyInfo info;
+      info.value = c.value->name();
+      info.from_device = dev_id(c.from_device);
+      info.to_device = dev_id(c.to_device);
+      info.from_partition =
+          c.value->producer() ? partition_of[static_cast<size_t>(node_index_.at(c.value->producer()))]
+                              : -1;
+      info.to_partition = c.before_partition;
+      info.bytes = static_bytes(c.value);
+      r.copies.push_back(std::move(info));
+    }
+    for (size_t i = 0; i < nodes_.size(); ++i)
+      for (const ir::Value* v : reads_[i])
+        if (v->producer()) {
+          size_t p = static_cast<size_t>(node_index_.at(v->producer()));
+          r.edges.push_back({nodes_[p]->name(), nodes_[i]->name(), v->name(),
+                             state_[p].device != state_[i].device});
+        }
+    return r;
+  }
+
+  const ir::Graph& graph_;
+  const std::vector<const Backend*>& all_;
+  const Policy& policy_;
+  std::vector<int> allowed_;
+  std::vector<int> targets_;
+  std::vector<int> pin_devices_;
+  std::map<int, uint64_t> memory_limit_;
+  std::vector<const ir::Node*> nodes_;
+  std::unordered_map<const ir::Node*, int> node_index_;
+  std::vector<std::vector<const ir::Value*>> reads_;
+  std::vector<NodeState> state_;
+  std::map<size_t, int> stage_of_;
+  double stage_cost_total_ = 0;
+};
+
+}  // namespace
+
+int resolve_device(const std::string& spec, const std::vector<const Backend*>& devices) {
+  auto fail = [&]() -> int {
+    SY_THROW(InvalidArgument, "device '{}' does not exist (devices: {})", spec,
+             device_list_text(devices));
+  };
+  for (size_t i = 0; i < devices.size(); ++i)
+    if (devices[i]->device().id == spec) return static_cast<int>(i);
+  if (spec.rfind("cuda:", 0) == 0) {
+    std::string rest = spec.substr(5);
+    int best = -1;
+    for (size_t i = 0; i < devices.size(); ++i) {
+      const auto& d = devices[i]->device();
+      if (d.kind != "cuda") continue;
+      if (rest.rfind("uuid=", 0) == 0 && !rest.substr(5).empty() && d.uuid.rfind(rest.substr(5), 0) == 0)
+        return static_cast<int>(i);
+      if (rest.rfind("name=", 0) == 0 && !rest.substr(5).empty() &&
+          d.name.find(rest.substr(5)) != std::string::npos)
+        return static_cast<int>(i);
+      if (rest == "most-memory" &&
+          (best < 0 || d.memory_bytes > devices[static_cast<size_t>(best)]->device().memory_bytes))
+        best = static_cast<int>(i);
+    }
+    if (best >= 0) return best;
+  }
+  return fail();
+}
+
+Placement place(const ir::Graph& graph, const std::vector<const Backend*>& devices,
+                const Policy& policy) {
+  return Placer(graph, devices, policy).run();
+}
+
+}  // namespace switchyard::placement

@@ -1,0 +1,85 @@
+// PlacementReport: every placement decision with its cause, the partitions, the copies — and
+// its renderings (one-line summary, per-node table, JSON, Graphviz DOT, self-contained HTML).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace switchyard::placement {
+
+/// Why a node runs where it runs; the precedence rules of docs/placement.md, strongest first.
+enum class Cause {
+  Pinned,       ///< a --pin matched the node
+  Unsupported,  ///< the target cannot run it; fell back to the cpu (fallback = allow)
+  HostShape,    ///< a small integer shape computation kept on the host
+  Preferred,    ///< the target device
+  Split,        ///< a pipeline stage's device (--split pipeline)
+  Island,       ///< moved to its neighbours' device: copies would cost more than it saves
+};
+
+/// "pinned", "unsupported", "host_shape", "preferred", "split", "island".
+const char* cause_name(Cause cause);
+
+struct NodeDecision {
+  std::string node;
+  std::string op;
+  std::string device;
+  Cause cause = Cause::Preferred;
+  std::string reason;  ///< a human sentence
+  int partition = -1;
+  /// Island moves: the estimated copy cost and compute saving that decided it (µs); else 0.
+  double copy_cost_us = 0;
+  double saving_us = 0;
+};
+
+struct PartitionInfo {
+  int index = 0;
+  std::string device;
+  std::vector<std::string> nodes;  ///< node names in execution order
+  double estimated_us = 0;
+};
+
+struct CopyInfo {
+  std::string value;
+  std::string from_device;
+  std::string to_device;
+  int from_partition = -1;  ///< -1: a graph input (host)
+  int to_partition = -1;    ///< -1: a graph output (back to the host)
+  int64_t bytes = -1;       ///< from the static type; -1 when a dim is symbolic
+};
+
+/// A data edge between two nodes (for drawing); `copy` when the two run on different devices.
+struct EdgeInfo {
+  std::string from_node;
+  std::string to_node;
+  std::string value;
+  bool copy = false;
+};
+
+struct PlacementReport {
+  std::string model;                 ///< graph name or file
+  std::string target;                ///< the preferred device
+  std::vector<std::string> devices;  ///< devices available under the policy, in order
+  std::string policy;                ///< the policy in words ("compute_units=all fallback=allow")
+  std::vector<NodeDecision> nodes;   ///< in execution order
+  std::vector<PartitionInfo> partitions;
+  std::vector<CopyInfo> copies;
+  std::vector<EdgeInfo> edges;
+
+  /// "sim:0: 29 of 31 nodes in 2 partitions; cpu: 2 nodes — NonMaxSuppression: not supported
+  /// on sim:0". Devices in order of first use; the reasons of unsupported fallbacks grouped by op.
+  std::string summary() const;
+};
+
+/// Summary line, then a table: node, op, device, cause, reason; then partitions and copies.
+std::string format_text(const PlacementReport& report);
+/// JSON with the schema documented in docs/placement.md.
+std::string format_json(const PlacementReport& report);
+/// Graphviz DOT: nodes coloured by device, one cluster per partition, copies as dashed edges.
+std::string format_dot(const PlacementReport& report);
+/// A self-contained HTML page (no external resources): nodes coloured by device, partitions
+/// boxed, copies marked, a legend, readable on a 500-node model.
+std::string format_html(const PlacementReport& report);
+
+}  // namespace switchyard::placement

@@ -1,0 +1,20 @@
+#include "placement_options.h"
+
+namespace switchyard::tools {
+
+void add_placement_options(CLI::App* cmd, Options& o) {
+  cmd->add_option("--compute-units", o.compute_units, "cpu_only | cpu_and_gpu | all");
+  cmd->add_option("--device", o.device,
+                  "preferred device (cpu, cuda:N, cuda:uuid=P, cuda:name=S, cuda:most-memory, "
+                  "sim:N) or a comma list for a split");
+  cmd->add_option("--pin", o.pins, "PATTERN=DEVICE: node-name glob or op:Type (repeatable)");
+  cmd->add_option("--fallback", o.fallback, "allow | strict");
+  cmd->add_option("--min-partition-nodes", o.min_partition_nodes,
+                  "accelerator islands smaller than this move to the cpu");
+  cmd->add_option("--memory-limit", o.memory_limits, "DEVICE=BYTES (K/M/G suffixes; repeatable)");
+  cmd->add_option("--split", o.split, "none | pipeline");
+  cmd->add_option("--sim", o.sim_devices, "declare N simulated accelerators (sim:0..N-1)");
+  cmd->add_option("--sim-config", o.sim_config, "JSON file declaring simulated accelerators");
+}
+
+}  // namespace switchyard::tools

@@ -1,0 +1,15 @@
+// The placement flags shared by `run`, `explain` and later subcommands.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "switchyard/switchyard.hpp"
+
+namespace switchyard::tools {
+
+/// Adds --compute-units, --device, --pin, --fallback, --min-partition-nodes, --memory-limit,
+/// --split, --sim and --sim-config to `cmd`, writing into `options`. Values are checked when
+/// the model is compiled (errors name the option).
+void add_placement_options(CLI::App* cmd, Options& options);
+
+}  // namespace switchyard::tools
