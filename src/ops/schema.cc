@@ -89,7 +89,7 @@ void infer_node(ir::Node& node) {
   SY_CHECK(kind.has_value(), Unsupported, "{}: op type '{}' is not supported", node.describe(),
            node.op_type());
   const OpSchema* schema = schemas().find(*kind);
-  SY_CHECK(schema != nullptr, Unsupported, "{}: op type '{}' is not implemented",
+  SY_CHECK(schema != nullptr, Unsupported, "{}: op type '{}' has no schema in this build",
            node.describe(), node.op_type());
   node.set_kind_id(static_cast<int>(*kind));
 

@@ -57,7 +57,7 @@ class SchemaRegistry {
  public:
   /// Adds a schema; a second schema for the same kind is an internal error.
   void add(OpSchema schema);
-  /// The schema of a kind, or nullptr when the op has none (not implemented).
+  /// The schema of a kind, or nullptr when this build has none for it.
   const OpSchema* find(OpKind kind) const;
 
  private:
