@@ -23,24 +23,30 @@ std::string NodeNames::claim(const std::string& wanted) {
   }
 }
 
-ir::Value* GraphEditor::add_int64s(ir::Graph& graph, const std::string& base,
-                                   const std::vector<int64_t>& values, bool scalar) {
+namespace {
+
+// A constant of `values` (1-D, or a scalar holding the one value) named after `base`.
+template <typename T>
+ir::Value* add_values(ir::Graph& graph, const std::string& base, const std::vector<T>& values,
+                      bool scalar) {
   SY_ASSERT(!scalar || values.size() == 1);
   std::vector<int64_t> shape;
   if (!scalar) shape.push_back(static_cast<int64_t>(values.size()));
-  ir::Tensor t(ir::DType::Int64, shape);
-  for (size_t i = 0; i < values.size(); ++i) t.data<int64_t>()[i] = values[i];
+  ir::Tensor t(ir::DTypeOf<T>::value, shape);
+  for (size_t i = 0; i < values.size(); ++i) t.data<T>()[i] = values[i];
   return graph.add_constant(graph.unique_value_name(base), std::move(t));
+}
+
+}  // namespace
+
+ir::Value* GraphEditor::add_int64s(ir::Graph& graph, const std::string& base,
+                                   const std::vector<int64_t>& values, bool scalar) {
+  return add_values(graph, base, values, scalar);
 }
 
 ir::Value* GraphEditor::add_floats(ir::Graph& graph, const std::string& base,
                                    const std::vector<float>& values, bool scalar) {
-  SY_ASSERT(!scalar || values.size() == 1);
-  std::vector<int64_t> shape;
-  if (!scalar) shape.push_back(static_cast<int64_t>(values.size()));
-  ir::Tensor t(ir::DType::Float32, shape);
-  for (size_t i = 0; i < values.size(); ++i) t.data<float>()[i] = values[i];
-  return graph.add_constant(graph.unique_value_name(base), std::move(t));
+  return add_values(graph, base, values, scalar);
 }
 
 ir::Node* GraphEditor::add_node(ir::Graph& graph, const std::string& op_type,

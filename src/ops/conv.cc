@@ -7,11 +7,6 @@ namespace switchyard::ops {
 
 namespace {
 
-const std::vector<ir::DType>& quantized_dtypes() {
-  static const std::vector<ir::DType> v = {ir::DType::UInt8, ir::DType::Int8};
-  return v;
-}
-
 // Static dims of a shape's spatial part (from index 2), or nullopt when any is not static.
 std::optional<std::vector<int64_t>> static_spatial(const ir::Shape& shape) {
   std::vector<int64_t> out;
@@ -177,14 +172,7 @@ void infer_conv_integer(InferContext& ctx) {
 }
 
 void infer_qlinear_conv(InferContext& ctx) {
-  ir::DType xt = require_dtype(ctx, 0, quantized_dtypes());
-  require_dtype(ctx, 1, {ir::DType::Float32});
-  require_dtype(ctx, 2, {xt});
-  ir::DType wt = require_dtype(ctx, 3, quantized_dtypes());
-  require_dtype(ctx, 4, {ir::DType::Float32});
-  require_dtype(ctx, 5, {wt});
-  require_dtype(ctx, 6, {ir::DType::Float32});
-  ir::DType yt = require_dtype(ctx, 7, quantized_dtypes());
+  ir::DType yt = require_qlinear_dtypes(ctx);
   if (ctx.has_input(8)) {
     require_dtype(ctx, 8, {ir::DType::Int32});
     const ir::Type& b = ctx.input_tensor(8);

@@ -12,8 +12,6 @@ using ir::Type;
 
 namespace {
 
-const std::vector<DType> kIndexDtypes = {DType::Int32, DType::Int64};
-
 // Requires input i to have input 0's dtype.
 void require_same_dtype(const InferContext& ctx, size_t i, DType dtype) {
   const Type& t = ctx.input_tensor(i);
@@ -32,7 +30,7 @@ std::string check_reduction(const InferContext& ctx) {
 
 void infer_gather(InferContext& ctx) {
   const Type& data = ctx.input_tensor(0);
-  require_dtype(ctx, 1, kIndexDtypes);
+  require_dtype(ctx, 1, index_dtypes());
   const Type& indices = ctx.input_tensor(1);
   int64_t axis = ctx.node().attr_int("axis", 0);
   if (!data.has_rank()) {
@@ -52,17 +50,22 @@ void infer_gather(InferContext& ctx) {
   ctx.set_output(0, Type::tensor(data.dtype, out));
 }
 
+// GatherElements and ScatterElements: data of rank >= 1 with the axis attribute in range, and
+// indices of the same rank.
+void check_element_indices(InferContext& ctx, const Type& data, const Type& indices) {
+  int64_t axis = ctx.node().attr_int("axis", 0);
+  if (!data.has_rank()) return;
+  if (data.rank() == 0) ctx.fail("data must have rank >= 1");
+  normalize_axis(ctx, axis, data.rank());
+  if (indices.has_rank() && indices.rank() != data.rank())
+    ctx.fail("indices have rank {}, data has rank {}", indices.rank(), data.rank());
+}
+
 void infer_gather_elements(InferContext& ctx) {
   const Type& data = ctx.input_tensor(0);
-  require_dtype(ctx, 1, kIndexDtypes);
+  require_dtype(ctx, 1, index_dtypes());
   const Type& indices = ctx.input_tensor(1);
-  int64_t axis = ctx.node().attr_int("axis", 0);
-  if (data.has_rank()) {
-    if (data.rank() == 0) ctx.fail("data must have rank >= 1");
-    normalize_axis(ctx, axis, data.rank());
-    if (indices.has_rank() && indices.rank() != data.rank())
-      ctx.fail("indices have rank {}, data has rank {}", indices.rank(), data.rank());
-  }
+  check_element_indices(ctx, data, indices);
   ctx.set_output(0, Type::tensor(data.dtype, indices.has_rank() ? indices.shape : std::nullopt));
 }
 
@@ -100,18 +103,12 @@ void infer_gather_nd(InferContext& ctx) {
 
 void infer_scatter_elements(InferContext& ctx) {
   const Type& data = ctx.input_tensor(0);
-  require_dtype(ctx, 1, kIndexDtypes);
+  require_dtype(ctx, 1, index_dtypes());
   require_same_dtype(ctx, 2, data.dtype);
   check_reduction(ctx);
   const Type& indices = ctx.input_tensor(1);
   const Type& updates = ctx.input_tensor(2);
-  int64_t axis = ctx.node().attr_int("axis", 0);
-  if (data.has_rank()) {
-    if (data.rank() == 0) ctx.fail("data must have rank >= 1");
-    normalize_axis(ctx, axis, data.rank());
-    if (indices.has_rank() && indices.rank() != data.rank())
-      ctx.fail("indices have rank {}, data has rank {}", indices.rank(), data.rank());
-  }
+  check_element_indices(ctx, data, indices);
   if (indices.has_rank() && updates.has_rank() && indices.rank() != updates.rank())
     ctx.fail("updates have rank {}, indices have rank {}", updates.rank(), indices.rank());
   propagate_input(ctx, 0);

@@ -20,11 +20,6 @@ void require_one_of(const InferContext& ctx, const std::string& attr, const std:
   ctx.fail("{} '{}' must be one of {}", attr, value, all);
 }
 
-void require_bool_attr(const InferContext& ctx, const std::string& attr, int64_t fallback) {
-  int64_t v = ctx.node().attr_int(attr, fallback);
-  if (v != 0 && v != 1) ctx.fail("{} {} must be 0 or 1", attr, v);
-}
-
 // A constant input that is present and not empty (ONNX models pass empty scales with sizes).
 const ir::Tensor* nonempty_constant(const InferContext& ctx, size_t i) {
   const ir::Tensor* t = ctx.input_constant(i);

@@ -8,11 +8,6 @@ namespace switchyard::ops {
 
 namespace {
 
-const std::vector<ir::DType>& quantized_dtypes() {
-  static const std::vector<ir::DType> v = {ir::DType::UInt8, ir::DType::Int8};
-  return v;
-}
-
 const std::vector<ir::DType>& matmul_dtypes() {
   static const std::vector<ir::DType> v = {
       ir::DType::Float16, ir::DType::BFloat16, ir::DType::Float32, ir::DType::Float64,
@@ -118,14 +113,7 @@ void infer_matmul_integer(InferContext& ctx) {
 }
 
 void infer_qlinear_matmul(InferContext& ctx) {
-  ir::DType at = require_dtype(ctx, 0, quantized_dtypes());
-  require_dtype(ctx, 1, {ir::DType::Float32});
-  require_dtype(ctx, 2, {at});
-  ir::DType bt = require_dtype(ctx, 3, quantized_dtypes());
-  require_dtype(ctx, 4, {ir::DType::Float32});
-  require_dtype(ctx, 5, {bt});
-  require_dtype(ctx, 6, {ir::DType::Float32});
-  ir::DType yt = require_dtype(ctx, 7, quantized_dtypes());
+  ir::DType yt = require_qlinear_dtypes(ctx);
   const char* names[] = {"",        "a_scale",      "a_zero_point", "",
                          "b_scale", "b_zero_point", "y_scale",      "y_zero_point"};
   for (size_t i : {1, 2, 4, 5, 6, 7}) check_vector_param(ctx, i, names[i]);

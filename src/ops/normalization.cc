@@ -54,14 +54,21 @@ void infer_batch_norm(InferContext& ctx) {
     ctx.set_output(2, ir::Type::tensor(ctx.input_type(4).dtype, ir::Shape{c}));
 }
 
-void infer_instance_norm(InferContext& ctx) {
+// Requires a float input 0 and inputs 1-2 (scale, bias) of its dtype, input 0 called `x_name` in
+// the message; absent inputs 1-2 are skipped when `skip_absent`.
+void require_scale_bias_dtypes(const InferContext& ctx, const char* x_name, bool skip_absent) {
   DType dtype = require_dtype(ctx, 0, float_dtypes());
   for (size_t i = 1; i < 3; ++i) {
+    if (skip_absent && !ctx.has_input(i)) continue;
     DType d = require_dtype(ctx, i, float_dtypes());
     if (d != DType::Undefined && dtype != DType::Undefined && d != dtype)
-      ctx.fail("input {} has dtype {}, expected {} like the input", i, ir::dtype_name(d),
-               ir::dtype_name(dtype));
+      ctx.fail("input {} has dtype {}, expected {} like {}", i, ir::dtype_name(d),
+               ir::dtype_name(dtype), x_name);
   }
+}
+
+void infer_instance_norm(InferContext& ctx) {
+  require_scale_bias_dtypes(ctx, "the input", /*skip_absent=*/false);
   float epsilon = ctx.node().attr_float("epsilon", 1e-5f);
   if (!(epsilon >= 0)) ctx.fail("epsilon must be >= 0, got {}", epsilon);
   ir::Dim c = channel_dim(ctx, 3);
@@ -81,14 +88,7 @@ DType stash_dtype(const InferContext& ctx) {
 }
 
 void infer_layer_norm(InferContext& ctx) {
-  DType dtype = require_dtype(ctx, 0, float_dtypes());
-  for (size_t i = 1; i < 3; ++i) {
-    if (!ctx.has_input(i)) continue;
-    DType d = require_dtype(ctx, i, float_dtypes());
-    if (d != DType::Undefined && dtype != DType::Undefined && d != dtype)
-      ctx.fail("input {} has dtype {}, expected {} like X", i, ir::dtype_name(d),
-               ir::dtype_name(dtype));
-  }
+  require_scale_bias_dtypes(ctx, "X", /*skip_absent=*/true);
   float epsilon = ctx.node().attr_float("epsilon", 1e-5f);
   if (!(epsilon >= 0)) ctx.fail("epsilon must be >= 0, got {}", epsilon);
   DType stash = stash_dtype(ctx);
@@ -117,13 +117,7 @@ void infer_layer_norm(InferContext& ctx) {
 }
 
 void infer_group_norm(InferContext& ctx) {
-  DType dtype = require_dtype(ctx, 0, float_dtypes());
-  for (size_t i = 1; i < 3; ++i) {
-    DType d = require_dtype(ctx, i, float_dtypes());
-    if (d != DType::Undefined && dtype != DType::Undefined && d != dtype)
-      ctx.fail("input {} has dtype {}, expected {} like X", i, ir::dtype_name(d),
-               ir::dtype_name(dtype));
-  }
+  require_scale_bias_dtypes(ctx, "X", /*skip_absent=*/false);
   int64_t groups = ctx.node().attr_int("num_groups");
   if (groups <= 0) ctx.fail("num_groups must be positive, got {}", groups);
   float epsilon = ctx.node().attr_float("epsilon", 1e-5f);

@@ -117,6 +117,17 @@ void infer_max_unpool(InferContext& ctx) {
   ctx.set_output(0, ir::Type::tensor(dt, out));
 }
 
+// Checks X [N, C, H, W] and rois [num_rois, ...]; output 0 is [num_rois, C, height, width] of dt.
+void set_roi_pool_output(InferContext& ctx, ir::DType dt, int64_t height, int64_t width) {
+  const ir::Type& x = ctx.input_tensor(0);
+  const ir::Type& rois = ctx.input_tensor(1);
+  if (x.has_rank() && x.rank() != 4) ctx.fail("input X has rank {}, expected 4", x.rank());
+  if (rois.has_rank() && rois.rank() != 2) ctx.fail("rois has rank {}, expected 2", rois.rank());
+  ir::Dim num = rois.has_rank() ? (*rois.shape)[0] : ir::Dim();
+  ir::Dim c = x.has_rank() ? (*x.shape)[1] : ir::Dim();
+  ctx.set_output(0, ir::Type::tensor(dt, ir::Shape{num, c, height, width}));
+}
+
 void infer_max_roi_pool(InferContext& ctx) {
   ir::DType dt = require_dtype(ctx, 0, float_dtypes());
   require_dtype(ctx, 1, {dt});
@@ -124,13 +135,7 @@ void infer_max_roi_pool(InferContext& ctx) {
   if (pooled.size() != 2 || pooled[0] < 1 || pooled[1] < 1)
     ctx.fail("pooled_shape must be two positive values, got {}", pooled);
   ctx.node().attr_float("spatial_scale", 1.0f);
-  const ir::Type& x = ctx.input_tensor(0);
-  const ir::Type& rois = ctx.input_tensor(1);
-  if (x.has_rank() && x.rank() != 4) ctx.fail("input X has rank {}, expected 4", x.rank());
-  if (rois.has_rank() && rois.rank() != 2) ctx.fail("rois has rank {}, expected 2", rois.rank());
-  ir::Dim num = rois.has_rank() ? (*rois.shape)[0] : ir::Dim();
-  ir::Dim c = x.has_rank() ? (*x.shape)[1] : ir::Dim();
-  ctx.set_output(0, ir::Type::tensor(dt, ir::Shape{num, c, pooled[0], pooled[1]}));
+  set_roi_pool_output(ctx, dt, pooled[0], pooled[1]);
 }
 
 void infer_roi_align(InferContext& ctx) {
@@ -150,13 +155,7 @@ void infer_roi_align(InferContext& ctx) {
   if (oh < 1 || ow < 1) ctx.fail("output_height and output_width must be >= 1");
   if (node.attr_int("sampling_ratio", 0) < 0) ctx.fail("sampling_ratio must be >= 0");
   node.attr_float("spatial_scale", 1.0f);
-  const ir::Type& x = ctx.input_tensor(0);
-  const ir::Type& rois = ctx.input_tensor(1);
-  if (x.has_rank() && x.rank() != 4) ctx.fail("input X has rank {}, expected 4", x.rank());
-  if (rois.has_rank() && rois.rank() != 2) ctx.fail("rois has rank {}, expected 2", rois.rank());
-  ir::Dim num = rois.has_rank() ? (*rois.shape)[0] : ir::Dim();
-  ir::Dim c = x.has_rank() ? (*x.shape)[1] : ir::Dim();
-  ctx.set_output(0, ir::Type::tensor(dt, ir::Shape{num, c, oh, ow}));
+  set_roi_pool_output(ctx, dt, oh, ow);
 }
 
 }  // namespace

@@ -17,26 +17,6 @@ void register_shape_layout_schemas(SchemaRegistry& r);
 
 namespace {
 
-// Constant integer data of input i, or nullopt when absent or not known at compile time.
-std::optional<std::vector<int64_t>> constant_ints(const InferContext& ctx, size_t i) {
-  const ir::Tensor* t = ctx.input_constant(i);
-  if (!t) return std::nullopt;
-  if (!ir::dtype_is_integer(t->dtype()))
-    ctx.fail("input {} must hold integers, got {}", i, ir::dtype_name(t->dtype()));
-  return t->to_int_vector();
-}
-
-// Length of a 1-D input when its type says so; nullopt otherwise. Axes inputs may also be
-// scalars (exporters write them so, and ONNX Runtime accepts them): one value.
-std::optional<int64_t> static_length(const InferContext& ctx, size_t i, bool allow_scalar = false) {
-  const Type& t = ctx.input_type(i);
-  if (!t.has_rank()) return std::nullopt;
-  if (allow_scalar && t.rank() == 0) return 1;
-  if (t.rank() != 1) ctx.fail("input {} must be 1-D, got {}", i, t.to_string());
-  const ir::Dim& d = (*t.shape)[0];
-  return d.is_static() ? std::optional<int64_t>(d.value) : std::nullopt;
-}
-
 // The product of `dims` as one Dim: static when all are; the one symbol when the others are 1.
 ir::Dim product_dim(const std::vector<ir::Dim>& dims) {
   int64_t p = 1;

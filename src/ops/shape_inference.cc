@@ -18,12 +18,11 @@ ir::Shape broadcast_shapes(const InferContext& ctx, const std::vector<ir::Shape>
         continue;
       }
       if (d.is_static() && result.is_static() && d.value != result.value) {
-        ctx.fail("cannot broadcast dim {} with {} (shapes {})", result.value, d.value,
-                 [&] {
-                   std::string all;
-                   for (const auto& sh : shapes) all += ir::shape_to_string(sh) + " ";
-                   return all;
-                 }());
+        ctx.fail("cannot broadcast dim {} with {} (shapes {})", result.value, d.value, [&] {
+          std::string all;
+          for (const auto& sh : shapes) all += ir::shape_to_string(sh) + " ";
+          return all;
+        }());
       }
       if (d == result) continue;
       if (d.is_static()) {
@@ -114,6 +113,49 @@ const std::vector<ir::DType>& all_dtypes() {
     return x;
   }();
   return v;
+}
+
+std::optional<std::vector<int64_t>> constant_ints(const InferContext& ctx, size_t i) {
+  const ir::Tensor* t = ctx.input_constant(i);
+  if (!t) return std::nullopt;
+  if (!ir::dtype_is_integer(t->dtype()))
+    ctx.fail("input {} must hold integers, got {}", i, ir::dtype_name(t->dtype()));
+  return t->to_int_vector();
+}
+
+std::optional<int64_t> static_length(const InferContext& ctx, size_t i, bool allow_scalar) {
+  const ir::Type& t = ctx.input_type(i);
+  if (!t.has_rank()) return std::nullopt;
+  if (allow_scalar && t.rank() == 0) return 1;
+  if (t.rank() != 1) ctx.fail("input {} must be 1-D, got {}", i, t.to_string());
+  const ir::Dim& d = (*t.shape)[0];
+  return d.is_static() ? std::optional<int64_t>(d.value) : std::nullopt;
+}
+
+void require_bool_attr(const InferContext& ctx, const std::string& attr, int64_t fallback) {
+  int64_t v = ctx.node().attr_int(attr, fallback);
+  if (v != 0 && v != 1) ctx.fail("{} {} must be 0 or 1", attr, v);
+}
+
+const std::vector<ir::DType>& quantized_dtypes() {
+  static const std::vector<ir::DType> v = {ir::DType::UInt8, ir::DType::Int8};
+  return v;
+}
+
+const std::vector<ir::DType>& index_dtypes() {
+  static const std::vector<ir::DType> v = {ir::DType::Int32, ir::DType::Int64};
+  return v;
+}
+
+ir::DType require_qlinear_dtypes(const InferContext& ctx) {
+  ir::DType at = require_dtype(ctx, 0, quantized_dtypes());
+  require_dtype(ctx, 1, {ir::DType::Float32});
+  require_dtype(ctx, 2, {at});
+  ir::DType bt = require_dtype(ctx, 3, quantized_dtypes());
+  require_dtype(ctx, 4, {ir::DType::Float32});
+  require_dtype(ctx, 5, {bt});
+  require_dtype(ctx, 6, {ir::DType::Float32});
+  return require_dtype(ctx, 7, quantized_dtypes());
 }
 
 }  // namespace switchyard::ops

@@ -15,24 +15,6 @@ void register_shape_layout_schemas(SchemaRegistry& r);
 
 namespace {
 
-const std::vector<DType> kIndexDtypes = {DType::Int32, DType::Int64};
-
-std::optional<std::vector<int64_t>> constant_ints(const InferContext& ctx, size_t i) {
-  const ir::Tensor* t = ctx.input_constant(i);
-  if (!t) return std::nullopt;
-  if (!ir::dtype_is_integer(t->dtype()))
-    ctx.fail("input {} must hold integers, got {}", i, ir::dtype_name(t->dtype()));
-  return t->to_int_vector();
-}
-
-std::optional<int64_t> static_length(const InferContext& ctx, size_t i) {
-  const Type& t = ctx.input_type(i);
-  if (!t.has_rank()) return std::nullopt;
-  if (t.rank() != 1) ctx.fail("input {} must be 1-D, got {}", i, t.to_string());
-  const ir::Dim& d = (*t.shape)[0];
-  return d.is_static() ? std::optional<int64_t>(d.value) : std::nullopt;
-}
-
 // A tensor type of the input's dtype and rank with every dim unknown (rank unknown stays so).
 Type same_rank_unknown(const Type& in) {
   if (!in.has_rank()) return Type::tensor(in.dtype);
@@ -99,7 +81,7 @@ void infer_transpose(InferContext& ctx) {
 void infer_slice(InferContext& ctx) {
   const Type& in = ctx.input_tensor(0);
   for (size_t i = 1; i < 5; ++i)
-    if (ctx.has_input(i)) require_dtype(ctx, i, kIndexDtypes);
+    if (ctx.has_input(i)) require_dtype(ctx, i, index_dtypes());
   auto starts = constant_ints(ctx, 1);
   auto ends = constant_ints(ctx, 2);
   std::optional<std::vector<int64_t>> axes, steps;
@@ -221,7 +203,7 @@ void infer_pad(InferContext& ctx) {
       ctx.fail("constant_value has dtype {}, data has {}", ir::dtype_name(v.dtype),
                ir::dtype_name(in.dtype));
   }
-  if (ctx.has_input(3)) require_dtype(ctx, 3, kIndexDtypes);
+  if (ctx.has_input(3)) require_dtype(ctx, 3, index_dtypes());
   auto pads = constant_ints(ctx, 1);
   std::optional<std::vector<int64_t>> axes;
   bool axes_known = !ctx.has_input(3) || (axes = constant_ints(ctx, 3));
@@ -314,7 +296,7 @@ void infer_reverse_sequence(InferContext& ctx) {
 
 void infer_center_crop_pad(InferContext& ctx) {
   const Type& in = ctx.input_tensor(0);
-  require_dtype(ctx, 1, kIndexDtypes);
+  require_dtype(ctx, 1, index_dtypes());
   auto shape = constant_ints(ctx, 1);
   if (!in.has_rank()) {
     ctx.set_output(0, Type::tensor(in.dtype));

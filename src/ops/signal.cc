@@ -11,16 +11,6 @@ namespace switchyard::ops {
 
 namespace {
 
-const std::vector<ir::DType>& index_dtypes() {
-  static const std::vector<ir::DType> v = {ir::DType::Int32, ir::DType::Int64};
-  return v;
-}
-
-void require_flag(const InferContext& ctx, const std::string& attr, int64_t fallback) {
-  int64_t v = ctx.node().attr_int(attr, fallback);
-  if (v != 0 && v != 1) ctx.fail("{} {} must be 0 or 1", attr, v);
-}
-
 // A scalar (or 1-element) integer constant input, when known.
 std::optional<int64_t> constant_scalar(const InferContext& ctx, size_t i) {
   const ir::Tensor* t = ctx.input_constant(i);
@@ -41,8 +31,8 @@ ir::DType output_datatype(const InferContext& ctx) {
 
 void infer_dft(InferContext& ctx) {
   const ir::Node& n = ctx.node();
-  require_flag(ctx, "inverse", 0);
-  require_flag(ctx, "onesided", 0);
+  require_bool_attr(ctx, "inverse", 0);
+  require_bool_attr(ctx, "onesided", 0);
   const bool onesided = n.attr_int("onesided", 0) != 0;
   const ir::DType dtype = require_dtype(ctx, 0, float_dtypes());
   if (ctx.has_input(1)) require_dtype(ctx, 1, index_dtypes());
@@ -85,7 +75,7 @@ void infer_dft(InferContext& ctx) {
 }
 
 void infer_stft(InferContext& ctx) {
-  require_flag(ctx, "onesided", 1);
+  require_bool_attr(ctx, "onesided", 1);
   const bool onesided = ctx.node().attr_int("onesided", 1) != 0;
   const ir::DType dtype = require_dtype(ctx, 0, float_dtypes());
   require_dtype(ctx, 1, index_dtypes());
@@ -134,7 +124,7 @@ void infer_stft(InferContext& ctx) {
 }
 
 void infer_window(InferContext& ctx) {
-  require_flag(ctx, "periodic", 1);
+  require_bool_attr(ctx, "periodic", 1);
   const ir::DType out = output_datatype(ctx);
   require_dtype(ctx, 0, index_dtypes());
   const ir::Type& s = ctx.input_tensor(0);

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "ir/check.h"
 
@@ -33,6 +34,13 @@ bool shape_like(const ir::Value* v) {
 // Values of `graph` a node reads, directly or from inside its subgraphs, in first-use order.
 std::vector<const ir::Value*> values_read(const ir::Node& node, const ir::Graph& graph) {
   std::vector<const ir::Value*> out;
+  if (node.subgraphs().empty()) {
+    // The common case, without the set and the walk: a handful of inputs.
+    for (const ir::Value* v : node.inputs())
+      if (v && v->owner() == &graph && std::find(out.begin(), out.end(), v) == out.end())
+        out.push_back(v);
+    return out;
+  }
   std::set<const ir::Value*> seen;
   auto add = [&](const ir::Value* v) {
     if (v && v->owner() == &graph && seen.insert(v).second) out.push_back(v);
@@ -92,6 +100,7 @@ class Placer {
     assign_pins_capability_and_targets();
     keep_shape_computations_on_host();
     merge_islands();
+    check_memory_limits();
     return partition_and_plan_copies();
   }
 
@@ -104,16 +113,23 @@ class Placer {
                      (policy_.compute_units == ComputeUnits::CpuAndGpu && d.is_gpu);
       if (allowed) allowed_.push_back(static_cast<int>(i));
     }
-    auto allowed_index = [&](const std::string& spec, const char* option) {
-      int idx = resolve_device(spec, all_);
+    // Errors name the option that asked for the device (`option`: "--device sim:3").
+    auto resolve_for = [&](const std::string& spec, const std::string& option) {
+      try {
+        return resolve_device(spec, all_);
+      } catch (const Error& e) {
+        SY_THROW(InvalidArgument, "{}: {}", option, e.message());
+      }
+    };
+    auto allowed_index = [&](const std::string& spec, const std::string& option) {
+      int idx = resolve_for(spec, option);
       SY_CHECK(std::find(allowed_.begin(), allowed_.end(), idx) != allowed_.end(),
-               InvalidArgument, "{} {}: the device is excluded by --compute-units {}", option,
-               spec,
+               InvalidArgument, "{}: the device is excluded by --compute-units {}", option,
                policy_.compute_units == ComputeUnits::CpuOnly ? "cpu_only" : "cpu_and_gpu");
       return idx;
     };
     for (const std::string& spec : policy_.devices)
-      targets_.push_back(allowed_index(spec, "--device"));
+      targets_.push_back(allowed_index(spec, "--device " + spec));
     if (targets_.empty()) {
       // Default: the GPU with the most memory among those allowed, else the cpu.
       int best = 0;
@@ -136,10 +152,12 @@ class Placer {
     SY_CHECK(policy_.min_partition_nodes >= 1, InvalidArgument,
              "--min-partition-nodes {}: must be at least 1", policy_.min_partition_nodes);
     for (const auto& [spec, bytes] : policy_.memory_limits) {
-      int idx = resolve_device(spec, all_);
+      int idx = resolve_for(spec, fmt::format("--memory-limit {}={}", spec, bytes));
       memory_limit_[idx] = bytes;
     }
-    for (const Pin& pin : policy_.pins) pin_devices_.push_back(allowed_index(pin.device, "--pin"));
+    for (const Pin& pin : policy_.pins)
+      pin_devices_.push_back(
+          allowed_index(pin.device, fmt::format("--pin {}={}", pin.pattern, pin.device)));
   }
 
   void index_nodes() {
@@ -149,10 +167,35 @@ class Placer {
     }
     state_.resize(nodes_.size());
     reads_.resize(nodes_.size());
+    estimates_.resize(all_.size());
+    host_runs_.assign(nodes_.size(), -1);
     for (size_t i = 0; i < nodes_.size(); ++i) reads_[i] = values_read(*nodes_[i], graph_);
+    std::function<void(const ir::Graph&, const ir::Node*)> own = [&](const ir::Graph& g,
+                                                                     const ir::Node* top) {
+      top_of_graph_[&g] = top;
+      for (const auto& n : g.nodes())
+        for (const ir::Graph* s : n->subgraphs()) own(*s, top);
+    };
+    for (const ir::Node* n : nodes_)
+      for (const ir::Graph* s : n->subgraphs()) own(*s, n);
+    graph_outputs_.insert(graph_.outputs().begin(), graph_.outputs().end());
   }
 
   const Backend& dev(int i) const { return *all_[static_cast<size_t>(i)]; }
+
+  // Node i's estimated µs on device d; each is computed once (estimates are pure).
+  double estimate_us(size_t i, int d) {
+    std::vector<double>& cache = estimates_[static_cast<size_t>(d)];
+    if (cache.empty()) cache.assign(nodes_.size(), -1.0);
+    if (cache[i] < 0) cache[i] = dev(d).estimate(*nodes_[i]).microseconds;
+    return cache[i];
+  }
+
+  // Whether the host can run node i (asked once).
+  bool host_runs(size_t i) {
+    if (host_runs_[i] < 0) host_runs_[i] = dev(0).supports(*nodes_[i]).ok ? 1 : 0;
+    return host_runs_[i] == 1;
+  }
   const std::string& dev_id(int i) const { return dev(i).device().id; }
 
   // The device each node is meant for before capability: the target, or its pipeline stage.
@@ -161,12 +204,11 @@ class Placer {
     if (policy_.split != SplitMode::Pipeline) return out;
     // Contiguous stages balanced by estimated cost, each bounded by its device's memory limit
     // (the bytes of the weights its nodes read).
-    const Backend& first = dev(targets_[0]);
     std::vector<double> cost(nodes_.size());
     std::vector<double> weights(nodes_.size(), 0);
     double total = 0;
     for (size_t i = 0; i < nodes_.size(); ++i) {
-      cost[i] = first.estimate(*nodes_[i]).microseconds;
+      cost[i] = estimate_us(i, targets_[0]);
       total += cost[i];
       for (const ir::Value* v : reads_[i])
         if (v->is_constant()) weights[i] += static_cast<double>(v->constant().nbytes());
@@ -247,10 +289,19 @@ class Placer {
               fmt::format("pipeline stage {} of {} on {}", stage_of_[i] + 1, targets_.size(),
                           dev_id(d))};
       } else {
-        st = {d, Cause::Preferred,
-              d == 0 && all_.size() == 1 ? "cpu is the only device"
-                                         : fmt::format("{} is the preferred device", dev_id(d))};
+        st = {d, Cause::Preferred, preferred_reason(d)};
       }
+    }
+    for (size_t p = 0; p < policy_.pins.size(); ++p) {
+      const std::string& pat = policy_.pins[p].pattern;
+      bool any = false;
+      for (const ir::Node* n : nodes_)
+        any = any || (pat.rfind("op:", 0) == 0 ? n->op_type() == pat.substr(3)
+                                                : glob_match(pat, n->name()));
+      SY_CHECK(any, InvalidArgument,
+               "--pin {}={}: matches no node (patterns match node names as `switchyard explain` "
+               "shows them, or op:Type)",
+               pat, policy_.pins[p].device);
     }
     if (!strict_failures.empty()) {
       std::string lines;
@@ -260,6 +311,15 @@ class Placer {
     }
   }
 
+  // The reason of a node the target runs, formatted once per device.
+  const std::string& preferred_reason(int d) {
+    auto [it, fresh] = preferred_reasons_.emplace(d, "");
+    if (!fresh) return it->second;
+    it->second = d == 0 && all_.size() == 1 ? "cpu is the only device"
+                                            : fmt::format("{} is the preferred device", dev_id(d));
+    return it->second;
+  }
+
   int matching_pin(const ir::Node& n) const {
     for (size_t p = 0; p < policy_.pins.size(); ++p) {
       const std::string& pat = policy_.pins[p].pattern;
@@ -267,6 +327,22 @@ class Placer {
       if (hit) return static_cast<int>(p);
     }
     return -1;
+  }
+
+  // The weights each device holds (each constant once) must fit its --memory-limit.
+  void check_memory_limits() const {
+    for (const auto& [d, limit] : memory_limit_) {
+      std::set<const ir::Value*> weights;
+      for (size_t i = 0; i < nodes_.size(); ++i)
+        if (state_[i].device == d)
+          for (const ir::Value* v : reads_[i])
+            if (v->is_constant()) weights.insert(v);
+      uint64_t bytes = 0;
+      for (const ir::Value* v : weights) bytes += v->constant().nbytes();
+      SY_CHECK(bytes <= limit, PlacementFailed,
+               "--memory-limit {}={}: the weights placed there take {} bytes", dev_id(d), limit,
+               bytes);
+    }
   }
 
   // Pass 3: small integer shape computations (Shape → Gather → Concat chains) stay on the host,
@@ -294,7 +370,7 @@ class Placer {
       host_shape[i] = true;
       NodeState& st = state_[i];
       if (st.device == 0 || (st.cause != Cause::Preferred && st.cause != Cause::Split)) continue;
-      if (!dev(0).supports(n).ok) continue;
+      if (!host_runs(i)) continue;
       st = {0, Cause::HostShape,
             "a small integer shape computation: kept on the host so no device sync is needed"};
     }
@@ -308,6 +384,7 @@ class Placer {
                         std::find(targets_.begin(), targets_.end(), 0) != targets_.end();
     if (!host_allowed) return;
     std::vector<int> island(nodes_.size(), -1);
+    std::vector<size_t> next;  // one node's neighbours, reused
     int count = 0;
     for (size_t i = 0; i < nodes_.size(); ++i) {
       if (island[i] >= 0 || state_[i].device == 0 || !movable(i)) continue;
@@ -319,16 +396,17 @@ class Placer {
         size_t k = work.back();
         work.pop_back();
         members.push_back(k);
-        for (size_t j : neighbours(k)) {
+        neighbours(k, next);
+        for (size_t j : next) {
           if (island[j] < 0 && state_[j].device == state_[i].device && movable(j)) {
             island[j] = count;
             work.push_back(j);
           }
         }
       }
-      ++count;
       std::sort(members.begin(), members.end());
-      consider_island(members);
+      consider_island(members, island, count);
+      ++count;
     }
   }
 
@@ -336,8 +414,9 @@ class Placer {
     return state_[i].cause == Cause::Preferred || state_[i].cause == Cause::Split;
   }
 
-  std::vector<size_t> neighbours(size_t k) {
-    std::vector<size_t> out;
+  // Node k's producers and (top-level) consumers, into `out`.
+  void neighbours(size_t k, std::vector<size_t>& out) {
+    out.clear();
     for (const ir::Value* v : reads_[k])
       if (v->producer()) out.push_back(static_cast<size_t>(node_index_.at(v->producer())));
     for (const ir::Value* v : nodes_[k]->outputs())
@@ -345,67 +424,68 @@ class Placer {
         const ir::Node* top = top_level(user);
         if (top) out.push_back(static_cast<size_t>(node_index_.at(top)));
       }
-    return out;
   }
 
-  // The top-level node a (possibly nested) node belongs to.
+  // The top-level node a (possibly nested) node belongs to; nullptr if none.
   const ir::Node* top_level(const ir::Node* n) const {
-    while (n && n->owner() != &graph_) {
-      const ir::Graph* g = n->owner();
-      const ir::Node* parent = nullptr;
-      // Find the node whose subgraph is g: search the enclosing graph.
-      if (g->parent()) {
-        for (const auto& cand : g->parent()->nodes())
-          for (const ir::Graph* s : cand->subgraphs())
-            if (s == g) parent = cand.get();
-      }
-      n = parent;
-    }
-    return n;
+    if (!n || n->owner() == &graph_) return n;
+    auto it = top_of_graph_.find(n->owner());
+    return it == top_of_graph_.end() ? nullptr : it->second;
   }
 
-  void consider_island(const std::vector<size_t>& members) {
+  // `members`: the nodes k with island[k] == id.
+  void consider_island(const std::vector<size_t>& members, const std::vector<int>& island,
+                       int id) {
     int d = state_[members[0]].device;
-    std::set<size_t> in_island(members.begin(), members.end());
+    auto in_island = [&](const ir::Node* n) {
+      return island[static_cast<size_t>(node_index_.at(n))] == id;
+    };
     for (size_t k : members)
-      if (!dev(0).supports(*nodes_[k]).ok) return;  // cannot move to the host
+      if (!host_runs(k)) return;  // cannot move to the host
     const auto& info = dev(d).device();
     double copy_cost = 0;
     double saving = 0;
-    std::set<const ir::Value*> crossing;
-    std::set<const ir::Value*> graph_outputs(graph_.outputs().begin(), graph_.outputs().end());
+    // In first-seen order, not pointer order: the sum of their costs must not depend on where
+    // the allocator put the values (the report prints it, and ties decide moves).
+    std::vector<const ir::Value*> crossing;
+    std::set<const ir::Value*> crossing_seen;
+    auto cross = [&](const ir::Value* v) {
+      if (crossing_seen.insert(v).second) crossing.push_back(v);
+    };
     for (size_t k : members) {
-      saving += dev(0).estimate(*nodes_[k]).microseconds - dev(d).estimate(*nodes_[k]).microseconds;
+      saving += estimate_us(k, 0) - estimate_us(k, d);
       for (const ir::Value* v : reads_[k]) {
         if (v->is_constant()) continue;
         const ir::Node* p = v->producer();
-        if (!p || !in_island.count(static_cast<size_t>(node_index_.at(p)))) crossing.insert(v);
+        if (!p || !in_island(p)) cross(v);
       }
       for (const ir::Value* v : nodes_[k]->outputs()) {
-        bool leaves = graph_outputs.count(v) > 0;
+        bool leaves = graph_outputs_.count(v) > 0;
         for (auto [user, idx] : v->uses()) {
           const ir::Node* top = top_level(user);
-          if (top && !in_island.count(static_cast<size_t>(node_index_.at(top)))) leaves = true;
+          if (top && !in_island(top)) leaves = true;
         }
-        if (leaves) crossing.insert(v);
+        if (leaves) cross(v);
       }
     }
     for (const ir::Value* v : crossing) copy_cost += copy_cost_us(v, info);
     bool too_small = static_cast<int>(members.size()) < policy_.min_partition_nodes;
     if (!(copy_cost > saving) && !too_small) return;
+    std::string reason =
+        too_small && !(copy_cost > saving)
+            ? fmt::format("island of {} node{} on {} is below --min-partition-nodes {}",
+                          members.size(), members.size() == 1 ? "" : "s", info.id,
+                          policy_.min_partition_nodes)
+            : fmt::format("island of {} node{} moved from {} to the cpu: its copies "
+                          "would cost more than running there saves",
+                          members.size(), members.size() == 1 ? "" : "s", info.id);
     for (size_t k : members) {
       NodeState& st = state_[k];
       st.device = 0;
       st.cause = Cause::Island;
       st.copy_cost_us = copy_cost;
       st.saving_us = saving;
-      st.reason = too_small && !(copy_cost > saving)
-                      ? fmt::format("island of {} node{} on {} is below --min-partition-nodes {}",
-                                    members.size(), members.size() == 1 ? "" : "s", info.id,
-                                    policy_.min_partition_nodes)
-                      : fmt::format("island of {} node{} moved from {} to the cpu: its copies "
-                                    "would cost more than running there saves",
-                                    members.size(), members.size() == 1 ? "" : "s", info.id);
+      st.reason = reason;
     }
   }
 
@@ -444,7 +524,6 @@ class Placer {
     for (size_t i = 0; i < nodes_.size(); ++i) out.node_device[i] = state_[i].device;
 
     // Boundary values and copies.
-    std::set<const ir::Value*> graph_outputs(graph_.outputs().begin(), graph_.outputs().end());
     auto home_of = [&](const ir::Value* v) {
       return v->producer() ? state_[static_cast<size_t>(node_index_.at(v->producer()))].device : 0;
     };
@@ -455,24 +534,22 @@ class Placer {
       for (const ir::Node* n : p.nodes)
         for (const ir::Value* v : n->outputs()) inside.insert(v);
       std::set<const ir::Value*> seen;
+      // Values some node of the partition reads for their data: all that a node other than
+      // Shape/Size reads, directly or from its bodies (Shape and Size have no bodies).
+      std::unordered_set<const ir::Value*> data_read;
+      for (const ir::Node* n : p.nodes)
+        if (n->op_type() != "Shape" && n->op_type() != "Size")
+          for (const ir::Value* v : reads_[static_cast<size_t>(node_index_.at(n))])
+            data_read.insert(v);
       for (const ir::Node* n : p.nodes) {
         for (const ir::Value* v : reads_[static_cast<size_t>(node_index_.at(n))]) {
           if (v->is_constant() || inside.count(v) || !seen.insert(v).second) continue;
           p.inputs.push_back(v);
           int home = home_of(v);
           if (home == pd) continue;
-          bool shape_only = true;
-          for (const ir::Node* user : p.nodes) {
-            const auto& uses = user->inputs();
-            bool reads_direct = std::find(uses.begin(), uses.end(), v) != uses.end();
-            bool reads_nested = !reads_direct &&
-                                std::find(reads_[static_cast<size_t>(node_index_.at(user))].begin(),
-                                          reads_[static_cast<size_t>(node_index_.at(user))].end(),
-                                          v) != reads_[static_cast<size_t>(node_index_.at(user))].end();
-            if (reads_nested || (reads_direct && user->op_type() != "Shape" &&
-                                 user->op_type() != "Size"))
-              shape_only = false;
-          }
+          // Only the host takes a value's shape without its data: a device partition checks
+          // that every input lives in its memory, so it gets a real copy.
+          bool shape_only = dev(pd).device().is_host && !data_read.count(v);
           if (shape_only) {
             out.shape_transfers.push_back({v, home, pd, p.index});
           } else if (resident.insert({v, pd}).second) {
@@ -482,7 +559,7 @@ class Placer {
       }
       for (const ir::Node* n : p.nodes)
         for (const ir::Value* v : n->outputs()) {
-          bool needed = graph_outputs.count(v) > 0;
+          bool needed = graph_outputs_.count(v) > 0;
           for (auto [user, idx] : v->uses()) {
             const ir::Node* top = top_level(user);
             if (top && partition_of[static_cast<size_t>(node_index_.at(top))] != p.index)
@@ -508,13 +585,13 @@ class Placer {
     for (int i : allowed_) r.devices.push_back(dev_id(i));
     r.policy = policy_.describe();
     for (size_t i = 0; i < nodes_.size(); ++i) {
-      const NodeState& st = state_[i];
+      NodeState& st = state_[i];
       NodeDecision d;
       d.node = nodes_[i]->name();
       d.op = nodes_[i]->op_type();
       d.device = dev_id(st.device);
       d.cause = st.cause;
-      d.reason = st.reason;
+      d.reason = std::move(st.reason);  // the placer is done with it
       d.partition = partition_of[i];
       d.copy_cost_us = st.copy_cost_us;
       d.saving_us = st.saving_us;
@@ -526,7 +603,8 @@ class Placer {
       info.device = pl.partitions[p].device;
       for (const ir::Node* n : pl.partitions[p].nodes) {
         info.nodes.push_back(n->name());
-        info.estimated_us += dev(pl.partition_device[p]).estimate(*n).microseconds;
+        info.estimated_us +=
+            estimate_us(static_cast<size_t>(node_index_.at(n)), pl.partition_device[p]);
       }
       r.partitions.push_back(std::move(info));
     }
@@ -564,6 +642,11 @@ class Placer {
   std::vector<std::vector<const ir::Value*>> reads_;
   std::vector<NodeState> state_;
   std::map<size_t, int> stage_of_;
+  std::unordered_map<const ir::Graph*, const ir::Node*> top_of_graph_;  // nested graph → top node
+  std::set<const ir::Value*> graph_outputs_;
+  std::map<int, std::string> preferred_reasons_;
+  std::vector<std::vector<double>> estimates_;  // [device][node]; empty until asked, -1 unknown
+  std::vector<signed char> host_runs_;          // per node: -1 unknown, 0 or 1
   double stage_cost_total_ = 0;
 };
 

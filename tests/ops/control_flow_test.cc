@@ -5,14 +5,11 @@
 
 #include "ir/check.h"
 #include "ops/schema.h"
+#include "support/infer_test_util.h"
+#include "support/op_test_util.h"
 
-namespace switchyard {
+namespace switchyard::testing {
 namespace {
-
-using ir::Dim;
-using ir::DType;
-using ir::Shape;
-using ir::Type;
 
 Type f32(Shape s) { return Type::tensor(DType::Float32, std::move(s)); }
 
@@ -32,12 +29,6 @@ std::shared_ptr<ir::Graph> new_body(const std::string& name, ir::Graph& parent) 
 
 ir::Attribute graph_attr(const std::string& name, std::shared_ptr<ir::Graph> g) {
   return ir::Attribute::make_graph(name, std::move(g));
-}
-
-ir::Tensor bool_scalar(bool v) {
-  ir::Tensor t(DType::Bool, {});
-  t.data<bool>()[0] = v;
-  return t;
 }
 
 std::string error_of(const std::function<void()>& f) {
@@ -252,4 +243,4 @@ TEST(SequenceMapInference, ElementTypesInSequencesOut) {
 }
 
 }  // namespace
-}  // namespace switchyard
+}  // namespace switchyard::testing

@@ -2,43 +2,12 @@
 #include <gtest/gtest.h>
 
 #include "ir/check.h"
-#include "ir/graph.h"
-#include "ops/schema.h"
+#include "support/infer_test_util.h"
 
-namespace switchyard {
+namespace switchyard::testing {
 namespace {
 
-using ir::Attribute;
-using ir::Dim;
-using ir::DType;
-using ir::Shape;
-using ir::Type;
-
-/// Builds one node over graph inputs of the given types and returns its inferred output types.
-std::vector<std::string> infer(const std::string& op, const std::vector<Type>& inputs,
-                               std::vector<Attribute> attrs = {}, int outputs = 1) {
-  ir::Graph g("g");
-  std::vector<ir::Value*> ins;
-  for (size_t i = 0; i < inputs.size(); ++i)
-    ins.push_back(inputs[i].is_unknown() ? nullptr
-                                         : g.add_input("in" + std::to_string(i), inputs[i]));
-  std::vector<std::string> outs;
-  for (int i = 0; i < outputs; ++i) outs.push_back("out" + std::to_string(i));
-  ir::Node* n = g.add_node(op, "node", ins, outs);
-  for (auto& a : attrs) n->set_attribute(a);
-  ops::infer_types(g);
-  std::vector<std::string> types;
-  for (ir::Value* v : n->outputs()) types.push_back(v->type().to_string());
-  return types;
-}
-
-std::string infer1(const std::string& op, const std::vector<Type>& inputs,
-                   std::vector<Attribute> attrs = {}) {
-  return infer(op, inputs, std::move(attrs))[0];
-}
-
 Type t(DType d, Shape s) { return Type::tensor(d, std::move(s)); }
-Dim sym(const char* s) { return Dim(std::string(s)); }
 
 TEST(ElementwiseInference, UnaryKeepsTypeAndSymbols) {
   Type x = t(DType::Float32, {sym("N"), 3, Dim()});
@@ -123,4 +92,4 @@ TEST(ElementwiseInference, CastAndCastLike) {
 }
 
 }  // namespace
-}  // namespace switchyard
+}  // namespace switchyard::testing

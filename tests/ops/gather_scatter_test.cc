@@ -4,76 +4,11 @@
 #include <limits>
 
 #include "ir/check.h"
-#include "ir/graph.h"
-#include "ops/schema.h"
+#include "support/infer_test_util.h"
+#include "support/op_test_util.h"
 
-namespace switchyard {
+namespace switchyard::testing {
 namespace {
-
-using ir::Attribute;
-using ir::Dim;
-using ir::DType;
-using ir::Shape;
-using ir::Type;
-
-Dim sym(const char* s) { return Dim(std::string(s)); }
-
-ir::Tensor ints(const std::vector<int64_t>& v) {
-  ir::Tensor t(DType::Int64, {static_cast<int64_t>(v.size())});
-  for (size_t i = 0; i < v.size(); ++i) t.data<int64_t>()[i] = v[i];
-  return t;
-}
-
-// One node over graph inputs (Type) or constants (Tensor); returns the inferred output types.
-struct Arg {
-  std::optional<Type> type;
-  std::optional<ir::Tensor> constant;
-  Arg(Type t) : type(std::move(t)) {}            // NOLINT
-  Arg(ir::Tensor t) : constant(std::move(t)) {}  // NOLINT
-  Arg(std::nullptr_t) {}                         // NOLINT: omitted input
-};
-
-std::vector<Type> infer(const std::string& op, const std::vector<Arg>& args,
-                        const std::vector<Attribute>& attrs = {}, int outputs = 1) {
-  ir::Graph g("test");
-  std::vector<ir::Value*> ins;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string name = "in" + std::to_string(i);
-    if (args[i].type)
-      ins.push_back(g.add_input(name, *args[i].type));
-    else if (args[i].constant)
-      ins.push_back(g.add_constant(name, *args[i].constant));
-    else
-      ins.push_back(nullptr);
-  }
-  std::vector<std::string> outs;
-  for (int i = 0; i < outputs; ++i) outs.push_back("out" + std::to_string(i));
-  ir::Node* n = g.add_node(op, "node", ins, outs);
-  for (const auto& a : attrs) n->set_attribute(a);
-  ops::infer_types(g);
-  std::vector<Type> types;
-  for (ir::Value* v : n->outputs()) types.push_back(v->type());
-  return types;
-}
-
-std::string infer1(const std::string& op, const std::vector<Arg>& args,
-                   const std::vector<Attribute>& attrs = {}) {
-  return infer(op, args, attrs)[0].to_string();
-}
-
-void expect_invalid(const std::string& op, const std::vector<Arg>& args,
-                    const std::vector<Attribute>& attrs, const std::string& fragment,
-                    int outputs = 1) {
-  try {
-    infer(op, args, attrs, outputs);
-    ADD_FAILURE() << "expected InvalidModel containing '" << fragment << "'";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::InvalidModel) << e.what();
-    std::string msg = e.what();
-    EXPECT_NE(msg.find("node 'node'"), std::string::npos) << msg;
-    EXPECT_NE(msg.find(fragment), std::string::npos) << msg;
-  }
-}
 
 TEST(GatherScatterInference, GatherFamily) {
   Type table = Type::tensor(DType::Float16, Shape{sym("V"), 64});
@@ -131,13 +66,13 @@ TEST(GatherScatterInference, ScatterOneHotTopK) {
   EXPECT_EQ(infer1("OneHot", {labels, Type::tensor(DType::Int64, Shape{}), values}), "int32[N,?]");
 
   Type scores = Type::tensor(DType::Float16, Shape{sym("N"), 10});
-  auto topk = infer("TopK", {scores, ints({3})}, {}, 2);
+  auto topk = infer_op("TopK", {scores, int64_tensor({3})}, {}, 2);
   EXPECT_EQ(topk[0].to_string(), "float16[N,3]");
   EXPECT_EQ(topk[1].to_string(), "int64[N,3]");
-  topk = infer("TopK", {scores, Type::tensor(DType::Int64, Shape{1})},
-               {Attribute::make_int("axis", 0)}, 2);
+  topk = infer_op("TopK", {scores, Type::tensor(DType::Int64, Shape{1})},
+                  {Attribute::make_int("axis", 0)}, 2);
   EXPECT_EQ(topk[0].to_string(), "float16[?,10]");
-  expect_invalid("TopK", {scores, ints({11})}, {}, "exceeds", 2);
+  expect_invalid("TopK", {scores, int64_tensor({11})}, {}, "exceeds", 2);
 }
 
 TEST(GatherScatterInference, DataDependentShapes) {
@@ -148,16 +83,16 @@ TEST(GatherScatterInference, DataDependentShapes) {
   EXPECT_EQ(infer1("Compress", {x, cond}, {Attribute::make_int("axis", 1)}), "float[N,?]");
   expect_invalid("Compress", {x, Type::tensor(DType::Int32, Shape{3})}, {}, "dtype");
 
-  auto u = infer("Unique", {x}, {}, 4);
+  auto u = infer_op("Unique", {x}, {}, 4);
   EXPECT_EQ(u[0].to_string(), "float[?]");
   EXPECT_EQ(u[1].to_string(), "int64[?]");
   EXPECT_EQ(u[2].to_string(), "int64[?]");
   EXPECT_EQ(u[3].to_string(), "int64[?]");
-  u = infer("Unique", {Type::tensor(DType::String, Shape{4, 3})}, {Attribute::make_int("axis", 0)},
-            3);
+  u = infer_op("Unique", {Type::tensor(DType::String, Shape{4, 3})},
+               {Attribute::make_int("axis", 0)}, 3);
   EXPECT_EQ(u[0].to_string(), "string[?,3]");
   EXPECT_EQ(u[2].to_string(), "int64[4]");
 }
 
 }  // namespace
-}  // namespace switchyard
+}  // namespace switchyard::testing

@@ -2,65 +2,47 @@
 #include <gtest/gtest.h>
 
 #include "ir/check.h"
-#include "ir/graph.h"
-#include "ops/schema.h"
+#include "support/infer_test_util.h"
 
-namespace switchyard {
+namespace switchyard::testing {
 namespace {
-
-using ir::Attribute;
-using ir::Dim;
-using ir::DType;
-using ir::Shape;
-using ir::Type;
-
-Type infer(const std::string& op, const std::vector<Type>& inputs,
-           const std::vector<Attribute>& attrs = {}) {
-  ir::Graph g;
-  std::vector<ir::Value*> ins;
-  for (size_t i = 0; i < inputs.size(); ++i)
-    ins.push_back(g.add_input("in" + std::to_string(i), inputs[i]));
-  ir::Node* n = g.add_node(op, "node", ins, {"out"});
-  for (const auto& a : attrs) n->set_attribute(a);
-  ops::infer_types(g);
-  return n->output(0)->type();
-}
 
 Type f32(Shape s) { return Type::tensor(DType::Float32, std::move(s)); }
 
 TEST(MatMulSchema, NumpyRules) {
-  EXPECT_EQ(infer("MatMul", {f32({Dim("B"), Dim("S"), 768}), f32({768, 3072})}).to_string(),
+  EXPECT_EQ(infer_type("MatMul", {f32({Dim("B"), Dim("S"), 768}), f32({768, 3072})}).to_string(),
             "float[B,S,3072]");
-  EXPECT_EQ(infer("MatMul", {f32({Dim("B"), 1, 4, 5}), f32({3, 5, 6})}).to_string(),
+  EXPECT_EQ(infer_type("MatMul", {f32({Dim("B"), 1, 4, 5}), f32({3, 5, 6})}).to_string(),
             "float[B,3,4,6]");
-  EXPECT_EQ(infer("MatMul", {f32({5}), f32({2, 5, 6})}).to_string(), "float[2,6]");
-  EXPECT_EQ(infer("MatMul", {f32({2, 3, 5}), f32({5})}).to_string(), "float[2,3]");
-  EXPECT_EQ(infer("MatMul", {f32({5}), f32({5})}).to_string(), "float[]");
-  EXPECT_THROW(infer("MatMul", {f32({2, 3}), f32({4, 5})}), Error);
-  EXPECT_THROW(infer("MatMul", {f32({2, 2, 3}), f32({3, 3, 5})}), Error);
-  EXPECT_THROW(infer("MatMul", {f32({2, 3}), Type::tensor(DType::Float64, Shape{3, 5})}), Error);
+  EXPECT_EQ(infer_type("MatMul", {f32({5}), f32({2, 5, 6})}).to_string(), "float[2,6]");
+  EXPECT_EQ(infer_type("MatMul", {f32({2, 3, 5}), f32({5})}).to_string(), "float[2,3]");
+  EXPECT_EQ(infer_type("MatMul", {f32({5}), f32({5})}).to_string(), "float[]");
+  EXPECT_THROW(infer_type("MatMul", {f32({2, 3}), f32({4, 5})}), Error);
+  EXPECT_THROW(infer_type("MatMul", {f32({2, 2, 3}), f32({3, 3, 5})}), Error);
+  EXPECT_THROW(infer_type("MatMul", {f32({2, 3}), Type::tensor(DType::Float64, Shape{3, 5})}),
+               Error);
 }
 
 TEST(GemmSchema, TransposesAndChecksC) {
-  EXPECT_EQ(infer("Gemm", {f32({Dim("N"), 2048}), f32({1000, 2048}), f32({1000})},
-                  {Attribute::make_int("transB", 1)})
+  EXPECT_EQ(infer_type("Gemm", {f32({Dim("N"), 2048}), f32({1000, 2048}), f32({1000})},
+                       {Attribute::make_int("transB", 1)})
                 .to_string(),
             "float[N,1000]");
-  EXPECT_EQ(
-      infer("Gemm", {f32({4, 3}), f32({4, 5})}, {Attribute::make_int("transA", 1)}).to_string(),
-      "float[3,5]");
-  EXPECT_THROW(infer("Gemm", {f32({3, 4}), f32({4, 5}), f32({2, 5})}), Error);
-  EXPECT_THROW(infer("Gemm", {f32({3, 4}), f32({5, 4})}), Error);
+  EXPECT_EQ(infer_type("Gemm", {f32({4, 3}), f32({4, 5})}, {Attribute::make_int("transA", 1)})
+                .to_string(),
+            "float[3,5]");
+  EXPECT_THROW(infer_type("Gemm", {f32({3, 4}), f32({4, 5}), f32({2, 5})}), Error);
+  EXPECT_THROW(infer_type("Gemm", {f32({3, 4}), f32({5, 4})}), Error);
 }
 
 TEST(QuantizedMatMulSchema, OutputTypes) {
   Type a = Type::tensor(DType::UInt8, Shape{Dim("M"), 8});
   Type b = Type::tensor(DType::Int8, Shape{8, 4});
-  EXPECT_EQ(infer("MatMulInteger", {a, b}).to_string(), "int32[M,4]");
+  EXPECT_EQ(infer_type("MatMulInteger", {a, b}).to_string(), "int32[M,4]");
   Type s = Type::tensor(DType::Float32, Shape{});
-  EXPECT_EQ(infer("QLinearMatMul",
-                  {a, s, Type::tensor(DType::UInt8, Shape{}), b, s,
-                   Type::tensor(DType::Int8, Shape{}), s, Type::tensor(DType::Int8, Shape{})})
+  EXPECT_EQ(infer_type("QLinearMatMul",
+                       {a, s, Type::tensor(DType::UInt8, Shape{}), b, s,
+                        Type::tensor(DType::Int8, Shape{}), s, Type::tensor(DType::Int8, Shape{})})
                 .to_string(),
             "int8[M,4]");
 }
@@ -69,25 +51,26 @@ TEST(EinsumSchema, Equations) {
   auto eq = [](const char* e) {
     return std::vector<Attribute>{Attribute::make_string("equation", e)};
   };
-  EXPECT_EQ(infer("Einsum", {f32({Dim("B"), 3, 4}), f32({Dim("B"), 4, 5})}, eq("bij,bjk->bik"))
+  EXPECT_EQ(infer_type("Einsum", {f32({Dim("B"), 3, 4}), f32({Dim("B"), 4, 5})}, eq("bij,bjk->bik"))
                 .to_string(),
             "float[B,3,5]");
-  EXPECT_EQ(infer("Einsum", {f32({3, 4}), f32({4, 5})}, eq("ij,jk")).to_string(), "float[3,5]");
-  EXPECT_EQ(infer("Einsum", {f32({4, 4})}, eq("ii")).to_string(), "float[]");
-  EXPECT_EQ(
-      infer("Einsum", {f32({2, 7, 3, 4}), f32({1, 4, 5})}, eq("...ij,...jk->...ik")).to_string(),
-      "float[2,7,3,5]");
-  EXPECT_EQ(infer("Einsum", {f32({3, 2})}, eq("ba")).to_string(), "float[2,3]");
-  EXPECT_THROW(infer("Einsum", {f32({3, 4})}, eq("ijk->i")), Error);
-  EXPECT_THROW(infer("Einsum", {f32({3, 4}), f32({5, 6})}, eq("ij,jk->ik")), Error);
-  EXPECT_THROW(infer("Einsum", {f32({3, 4})}, eq("ij->ix")), Error);
+  EXPECT_EQ(infer_type("Einsum", {f32({3, 4}), f32({4, 5})}, eq("ij,jk")).to_string(),
+            "float[3,5]");
+  EXPECT_EQ(infer_type("Einsum", {f32({4, 4})}, eq("ii")).to_string(), "float[]");
+  EXPECT_EQ(infer_type("Einsum", {f32({2, 7, 3, 4}), f32({1, 4, 5})}, eq("...ij,...jk->...ik"))
+                .to_string(),
+            "float[2,7,3,5]");
+  EXPECT_EQ(infer_type("Einsum", {f32({3, 2})}, eq("ba")).to_string(), "float[2,3]");
+  EXPECT_THROW(infer_type("Einsum", {f32({3, 4})}, eq("ijk->i")), Error);
+  EXPECT_THROW(infer_type("Einsum", {f32({3, 4}), f32({5, 6})}, eq("ij,jk->ik")), Error);
+  EXPECT_THROW(infer_type("Einsum", {f32({3, 4})}, eq("ij->ix")), Error);
 }
 
 TEST(DetSchema, DropsMatrixDims) {
-  EXPECT_EQ(infer("Det", {f32({Dim("B"), 3, 3})}).to_string(), "float[B]");
-  EXPECT_EQ(infer("Det", {f32({3, 3})}).to_string(), "float[]");
-  EXPECT_THROW(infer("Det", {f32({3, 4})}), Error);
+  EXPECT_EQ(infer_type("Det", {f32({Dim("B"), 3, 3})}).to_string(), "float[B]");
+  EXPECT_EQ(infer_type("Det", {f32({3, 3})}).to_string(), "float[]");
+  EXPECT_THROW(infer_type("Det", {f32({3, 4})}), Error);
 }
 
 }  // namespace
-}  // namespace switchyard
+}  // namespace switchyard::testing

@@ -2,62 +2,42 @@
 #include <gtest/gtest.h>
 
 #include "ir/check.h"
-#include "ops/schema.h"
+#include "support/infer_test_util.h"
+#include "support/op_test_util.h"
 
-namespace switchyard {
+namespace switchyard::testing {
 namespace {
 
-using ir::Attribute;
-using ir::Dim;
-using ir::DType;
-using ir::Type;
-
-struct Built {
-  std::unique_ptr<ir::Graph> graph;
-  ir::Node* node;
-};
-
-// One node whose inputs are graph inputs of the given types, except `constants` (initializers).
-Built build(const std::string& op, const std::vector<Type>& inputs,
-            const std::vector<std::pair<size_t, ir::Tensor>>& constants,
-            const std::vector<Attribute>& attrs, int num_outputs = 1) {
-  Built b{std::make_unique<ir::Graph>("g"), nullptr};
-  size_t n = inputs.size();
-  for (const auto& c : constants) n = std::max(n, c.first + 1);
-  std::vector<ir::Value*> ins(n, nullptr);
-  for (size_t i = 0; i < inputs.size(); ++i)
-    if (!inputs[i].is_unknown()) ins[i] = b.graph->add_input("in" + std::to_string(i), inputs[i]);
-  for (const auto& [i, t] : constants) ins[i] = b.graph->add_constant("c" + std::to_string(i), t);
-  std::vector<std::string> outs;
-  for (int i = 0; i < num_outputs; ++i) outs.push_back("out" + std::to_string(i));
-  b.node = b.graph->add_node(op, "n", ins, outs);
-  for (const auto& a : attrs) b.node->set_attribute(a);
-  ops::infer_types(*b.graph);
-  return b;
-}
-
-ir::Tensor axes_of(const std::vector<int64_t>& v) {
-  ir::Tensor t(DType::Int64, {static_cast<int64_t>(v.size())});
-  for (size_t i = 0; i < v.size(); ++i) t.data<int64_t>()[i] = v[i];
-  return t;
+// One node over graph inputs of the given types (Unknown = omitted), except `constants`
+// (initializers, by input index).
+InferredNode build(const std::string& op, const std::vector<Type>& inputs,
+                   const std::vector<std::pair<size_t, ir::Tensor>>& constants,
+                   const std::vector<Attribute>& attrs, int num_outputs = 1) {
+  std::vector<InferArg> args(inputs.begin(), inputs.end());
+  for (const auto& [i, t] : constants) {
+    if (args.size() <= i) args.resize(i + 1, nullptr);
+    args[i] = t;
+  }
+  return infer_node(op, args, attrs, num_outputs);
 }
 
 Type f32(ir::Shape s) { return Type::tensor(DType::Float32, std::move(s)); }
-std::string out_type(const Built& b, size_t i = 0) { return b.node->output(i)->type().to_string(); }
+std::string out_type(const InferredNode& b, size_t i = 0) { return b.out(i); }
 
 TEST(ReduceSchemas, ConstantAxesKeepSymbols) {
   Type x = f32({Dim("batch"), Dim("seq"), 768});
-  EXPECT_EQ(out_type(build("ReduceMean", {x}, {{1, axes_of({-1})}}, {})), "float[batch,seq,1]");
-  EXPECT_EQ(out_type(build("ReduceSum", {x}, {{1, axes_of({0, 2})}},
+  EXPECT_EQ(out_type(build("ReduceMean", {x}, {{1, int64_tensor({-1})}}, {})),
+            "float[batch,seq,1]");
+  EXPECT_EQ(out_type(build("ReduceSum", {x}, {{1, int64_tensor({0, 2})}},
                            {Attribute::make_int("keepdims", 0)})),
             "float[seq]");
   EXPECT_EQ(out_type(build("ReduceMax", {x}, {}, {Attribute::make_int("keepdims", 0)})), "float[]");
   EXPECT_EQ(out_type(build("ReduceL2", {x}, {}, {})), "float[1,1,1]");
-  EXPECT_EQ(out_type(build("ReduceProd", {x}, {{1, axes_of({})}},
+  EXPECT_EQ(out_type(build("ReduceProd", {x}, {{1, int64_tensor({})}},
                            {Attribute::make_int("noop_with_empty_axes", 1)})),
             "float[batch,seq,768]");
   EXPECT_EQ(out_type(build("ReduceMin", {Type::tensor(DType::Bool, ir::Shape{4, 2})},
-                           {{1, axes_of({1})}}, {})),
+                           {{1, int64_tensor({1})}}, {})),
             "bool[4,1]");
 }
 
@@ -74,16 +54,16 @@ TEST(ReduceSchemas, RuntimeAxes) {
 
 TEST(ReduceSchemas, Errors) {
   Type x = f32({2, 3});
-  EXPECT_THROW(build("ReduceSum", {x}, {{1, axes_of({2})}}, {}), Error);
-  EXPECT_THROW(build("ReduceSum", {x}, {{1, axes_of({0, -2})}}, {}), Error);
+  EXPECT_THROW(build("ReduceSum", {x}, {{1, int64_tensor({2})}}, {}), Error);
+  EXPECT_THROW(build("ReduceSum", {x}, {{1, int64_tensor({0, -2})}}, {}), Error);
   EXPECT_THROW(build("ReduceSum", {x}, {}, {Attribute::make_int("keepdims", 3)}), Error);
   EXPECT_THROW(build("ReduceSum", {Type::tensor(DType::Bool, ir::Shape{2})}, {}, {}), Error);
   EXPECT_THROW(build("ReduceSum", {x, Type::tensor(DType::Int32, ir::Shape{1})}, {}, {}), Error);
   try {
-    build("ReduceMean", {x}, {{1, axes_of({5})}}, {});
+    build("ReduceMean", {x}, {{1, int64_tensor({5})}}, {});
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("node 'n'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("node 'node'"), std::string::npos) << e.what();
   }
 }
 
@@ -104,4 +84,4 @@ TEST(ReduceSchemas, ArgMaxAndCumSum) {
 }
 
 }  // namespace
-}  // namespace switchyard
+}  // namespace switchyard::testing

@@ -2,39 +2,15 @@
 #include <gtest/gtest.h>
 
 #include "ir/check.h"
-#include "ops/schema.h"
+#include "support/infer_test_util.h"
 
-namespace switchyard {
+namespace switchyard::testing {
 namespace {
-
-using ir::Dim;
-using ir::DType;
-using ir::Type;
-
-struct Built {
-  std::unique_ptr<ir::Graph> graph;
-  ir::Node* node;
-};
-
-Built build(const std::string& op, const std::vector<Type>& inputs, int num_outputs,
-            const std::vector<ir::Attribute>& attrs) {
-  Built b{std::make_unique<ir::Graph>("g"), nullptr};
-  std::vector<ir::Value*> ins;
-  for (size_t i = 0; i < inputs.size(); ++i)
-    ins.push_back(inputs[i].is_unknown() ? nullptr
-                                         : b.graph->add_input("in" + std::to_string(i), inputs[i]));
-  std::vector<std::string> outs;
-  for (int i = 0; i < num_outputs; ++i) outs.push_back("out" + std::to_string(i));
-  b.node = b.graph->add_node(op, "n", ins, outs);
-  for (const auto& a : attrs) b.node->set_attribute(a);
-  ops::infer_types(*b.graph);
-  return b;
-}
 
 Type f32(ir::Shape s) { return Type::tensor(DType::Float32, std::move(s)); }
 
 TEST(RnnSchemas, LstmLayout0Symbolic) {
-  auto b = build(
+  auto b = build_node(
       "LSTM", {f32({Dim("seq"), Dim("batch"), 8}), f32({2, 20, 8}), f32({2, 20, 5}), f32({2, 40})},
       3, {ir::Attribute::make_string("direction", "bidirectional")});
   EXPECT_EQ(b.node->output(0)->type().to_string(), "float[seq,2,batch,5]");
@@ -43,21 +19,22 @@ TEST(RnnSchemas, LstmLayout0Symbolic) {
 }
 
 TEST(RnnSchemas, GruLayout1AndRnn) {
-  auto g = build("GRU", {f32({Dim("batch"), Dim("seq"), 4}), f32({1, 9, 4}), f32({1, 9, 3})}, 2,
+  auto g =
+      build_node("GRU", {f32({Dim("batch"), Dim("seq"), 4}), f32({1, 9, 4}), f32({1, 9, 3})}, 2,
                  {ir::Attribute::make_int("layout", 1), ir::Attribute::make_int("hidden_size", 3)});
   EXPECT_EQ(g.node->output(0)->type().to_string(), "float[batch,seq,1,3]");
   EXPECT_EQ(g.node->output(1)->type().to_string(), "float[batch,1,3]");
-  auto r = build("RNN",
-                 {Type::tensor(DType::Float64, ir::Shape{7, Dim("b"), 4}),
-                  Type::tensor(DType::Float64, ir::Shape{1, Dim("h"), 4}),
-                  Type::tensor(DType::Float64, ir::Shape{1, Dim("h"), Dim("h")})},
-                 1, {});
+  auto r = build_node("RNN",
+                      {Type::tensor(DType::Float64, ir::Shape{7, Dim("b"), 4}),
+                       Type::tensor(DType::Float64, ir::Shape{1, Dim("h"), 4}),
+                       Type::tensor(DType::Float64, ir::Shape{1, Dim("h"), Dim("h")})},
+                      1, {});
   EXPECT_EQ(r.node->output(0)->type().to_string(), "double[7,1,b,h]");
 }
 
 TEST(RnnSchemas, BadAttributesAndShapes) {
   auto lstm = [](std::vector<Type> in, std::vector<ir::Attribute> attrs) {
-    return build("LSTM", in, 1, attrs);
+    return build_node("LSTM", in, 1, attrs);
   };
   std::vector<Type> ok = {f32({3, 2, 4}), f32({1, 12, 4}), f32({1, 12, 3})};
   EXPECT_NO_THROW(lstm(ok, {}));
@@ -65,7 +42,7 @@ TEST(RnnSchemas, BadAttributesAndShapes) {
     lstm(ok, {ir::Attribute::make_int("hidden_size", 4)});
     FAIL();
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("node 'n'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("node 'node'"), std::string::npos) << e.what();
   }
   EXPECT_THROW(lstm(ok, {ir::Attribute::make_string("direction", "both")}), Error);
   EXPECT_THROW(lstm(ok, {ir::Attribute::make_int("layout", 2)}), Error);
@@ -84,4 +61,4 @@ TEST(RnnSchemas, BadAttributesAndShapes) {
 }
 
 }  // namespace
-}  // namespace switchyard
+}  // namespace switchyard::testing

@@ -5,14 +5,11 @@
 #include "ir/check.h"
 #include "ops/schema.h"
 #include "ops/sequence_types.h"
+#include "support/infer_test_util.h"
+#include "support/op_test_util.h"
 
-namespace switchyard {
+namespace switchyard::testing {
 namespace {
-
-using ir::Dim;
-using ir::DType;
-using ir::Shape;
-using ir::Type;
 
 Type f32(Shape s) { return Type::tensor(DType::Float32, std::move(s)); }
 
@@ -34,12 +31,6 @@ class Builder {
  private:
   ir::Graph g_{"test"};
 };
-
-ir::Tensor scalar_i64(int64_t v) {
-  ir::Tensor t(DType::Int64, {});
-  t.data<int64_t>()[0] = v;
-  return t;
-}
 
 TEST(SequenceTypes, UniteAndMerge) {
   auto u = ops::unite_types(f32({Dim("N"), 3}), f32({Dim("N"), 4}));
@@ -84,9 +75,9 @@ TEST(SequenceInference, ConstructInsertAtErase) {
 TEST(SequenceInference, SplitToSequenceShapes) {
   Builder b;
   ir::Value* x = b.input("x", f32({Dim("B"), 6}));
-  ir::Value* by2 = b.op("SplitToSequence", {x, b.constant("two", scalar_i64(2))},
+  ir::Value* by2 = b.op("SplitToSequence", {x, b.constant("two", int64_scalar(2))},
                         {ir::Attribute::make_int("axis", -1)});
-  ir::Value* by4 = b.op("SplitToSequence", {x, b.constant("four", scalar_i64(4))},
+  ir::Value* by4 = b.op("SplitToSequence", {x, b.constant("four", int64_scalar(4))},
                         {ir::Attribute::make_int("axis", 1)});
   ir::Tensor sizes(DType::Int64, {2});
   sizes.data<int64_t>()[0] = 3;
@@ -189,4 +180,4 @@ TEST(SequenceInference, SequenceInputsMustBeSequences) {
 }
 
 }  // namespace
-}  // namespace switchyard
+}  // namespace switchyard::testing

@@ -4,76 +4,11 @@
 #include <limits>
 
 #include "ir/check.h"
-#include "ir/graph.h"
-#include "ops/schema.h"
+#include "support/infer_test_util.h"
+#include "support/op_test_util.h"
 
-namespace switchyard {
+namespace switchyard::testing {
 namespace {
-
-using ir::Attribute;
-using ir::Dim;
-using ir::DType;
-using ir::Shape;
-using ir::Type;
-
-Dim sym(const char* s) { return Dim(std::string(s)); }
-
-ir::Tensor ints(const std::vector<int64_t>& v) {
-  ir::Tensor t(DType::Int64, {static_cast<int64_t>(v.size())});
-  for (size_t i = 0; i < v.size(); ++i) t.data<int64_t>()[i] = v[i];
-  return t;
-}
-
-// One node over graph inputs (Type) or constants (Tensor); returns the inferred output types.
-struct Arg {
-  std::optional<Type> type;
-  std::optional<ir::Tensor> constant;
-  Arg(Type t) : type(std::move(t)) {}            // NOLINT
-  Arg(ir::Tensor t) : constant(std::move(t)) {}  // NOLINT
-  Arg(std::nullptr_t) {}                         // NOLINT: omitted input
-};
-
-std::vector<Type> infer(const std::string& op, const std::vector<Arg>& args,
-                        const std::vector<Attribute>& attrs = {}, int outputs = 1) {
-  ir::Graph g("test");
-  std::vector<ir::Value*> ins;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string name = "in" + std::to_string(i);
-    if (args[i].type)
-      ins.push_back(g.add_input(name, *args[i].type));
-    else if (args[i].constant)
-      ins.push_back(g.add_constant(name, *args[i].constant));
-    else
-      ins.push_back(nullptr);
-  }
-  std::vector<std::string> outs;
-  for (int i = 0; i < outputs; ++i) outs.push_back("out" + std::to_string(i));
-  ir::Node* n = g.add_node(op, "node", ins, outs);
-  for (const auto& a : attrs) n->set_attribute(a);
-  ops::infer_types(g);
-  std::vector<Type> types;
-  for (ir::Value* v : n->outputs()) types.push_back(v->type());
-  return types;
-}
-
-std::string infer1(const std::string& op, const std::vector<Arg>& args,
-                   const std::vector<Attribute>& attrs = {}) {
-  return infer(op, args, attrs)[0].to_string();
-}
-
-void expect_invalid(const std::string& op, const std::vector<Arg>& args,
-                    const std::vector<Attribute>& attrs, const std::string& fragment,
-                    int outputs = 1) {
-  try {
-    infer(op, args, attrs, outputs);
-    ADD_FAILURE() << "expected InvalidModel containing '" << fragment << "'";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::InvalidModel) << e.what();
-    std::string msg = e.what();
-    EXPECT_NE(msg.find("node 'node'"), std::string::npos) << msg;
-    EXPECT_NE(msg.find(fragment), std::string::npos) << msg;
-  }
-}
 
 const Type kBSD = Type::tensor(DType::Float32, Shape{sym("N"), sym("seq"), 768});
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
@@ -82,8 +17,9 @@ TEST(ShapeInference, ConstantsAndQueries) {
   ir::Tensor v(DType::Int32, {2, 3});
   EXPECT_EQ(infer1("Constant", {}, {Attribute::make_tensor("value", v)}), "int32[2,3]");
   ir::Tensor one(DType::Int8, {1});
-  EXPECT_EQ(infer1("ConstantOfShape", {ints({4, 0})}, {Attribute::make_tensor("value", one)}),
-            "int8[4,0]");
+  EXPECT_EQ(
+      infer1("ConstantOfShape", {int64_tensor({4, 0})}, {Attribute::make_tensor("value", one)}),
+      "int8[4,0]");
   EXPECT_EQ(infer1("ConstantOfShape", {Type::tensor(DType::Int64, Shape{3})}), "float[?,?,?]");
   EXPECT_EQ(infer1("Shape", {kBSD}), "int64[3]");
   EXPECT_EQ(infer1("Shape", {kBSD}, {Attribute::make_int("start", -2)}), "int64[2]");
@@ -97,21 +33,21 @@ TEST(ShapeInference, ConstantsAndQueries) {
 }
 
 TEST(ShapeInference, ReshapeKeepsSymbols) {
-  EXPECT_EQ(infer1("Reshape", {kBSD, ints({0, 0, 12, 64})}), "float[N,seq,12,64]");
-  EXPECT_EQ(infer1("Reshape", {kBSD, ints({0, -1})}), "float[N,?]");
-  EXPECT_EQ(infer1("Reshape", {kBSD, ints({-1, 768})}), "float[?,768]");
-  EXPECT_EQ(infer1("Reshape", {kBSD, ints({0, 0, -1, 64})}), "float[N,seq,12,64]");
+  EXPECT_EQ(infer1("Reshape", {kBSD, int64_tensor({0, 0, 12, 64})}), "float[N,seq,12,64]");
+  EXPECT_EQ(infer1("Reshape", {kBSD, int64_tensor({0, -1})}), "float[N,?]");
+  EXPECT_EQ(infer1("Reshape", {kBSD, int64_tensor({-1, 768})}), "float[?,768]");
+  EXPECT_EQ(infer1("Reshape", {kBSD, int64_tensor({0, 0, -1, 64})}), "float[N,seq,12,64]");
   Type x = Type::tensor(DType::Float16, Shape{sym("N"), 3, 4});
-  EXPECT_EQ(infer1("Reshape", {x, ints({-1, 12})}), "float16[N,12]");
-  EXPECT_EQ(infer1("Reshape", {x, ints({0, -1})}), "float16[N,12]");
-  EXPECT_EQ(infer1("Reshape", {Type::tensor(DType::Int8, Shape{2, 6}), ints({3, -1})}),
+  EXPECT_EQ(infer1("Reshape", {x, int64_tensor({-1, 12})}), "float16[N,12]");
+  EXPECT_EQ(infer1("Reshape", {x, int64_tensor({0, -1})}), "float16[N,12]");
+  EXPECT_EQ(infer1("Reshape", {Type::tensor(DType::Int8, Shape{2, 6}), int64_tensor({3, -1})}),
             "int8[3,4]");
   EXPECT_EQ(infer1("Reshape", {x, Type::tensor(DType::Int64, Shape{2})}), "float16[?,?]");
-  expect_invalid("Reshape", {Type::tensor(DType::Float32, Shape{2, 6}), ints({5, -1})}, {},
+  expect_invalid("Reshape", {Type::tensor(DType::Float32, Shape{2, 6}), int64_tensor({5, -1})}, {},
                  "cannot reshape");
-  expect_invalid("Reshape", {Type::tensor(DType::Float32, Shape{2, 6}), ints({5, 2})}, {},
+  expect_invalid("Reshape", {Type::tensor(DType::Float32, Shape{2, 6}), int64_tensor({5, 2})}, {},
                  "cannot reshape");
-  expect_invalid("Reshape", {x, ints({-1, -1})}, {}, "more than one -1");
+  expect_invalid("Reshape", {x, int64_tensor({-1, -1})}, {}, "more than one -1");
 }
 
 TEST(ShapeInference, FlattenSqueezeUnsqueeze) {
@@ -120,15 +56,15 @@ TEST(ShapeInference, FlattenSqueezeUnsqueeze) {
   EXPECT_EQ(infer1("Flatten", {x}, {Attribute::make_int("axis", 2)}), "float[N,12]");
   EXPECT_EQ(infer1("Flatten", {x}, {Attribute::make_int("axis", 3)}), "float[?,4]");
   EXPECT_EQ(infer1("Flatten", {x}, {Attribute::make_int("axis", 0)}), "float[1,?]");
-  EXPECT_EQ(infer1("Squeeze", {x, ints({1})}), "float[N,3,4]");
+  EXPECT_EQ(infer1("Squeeze", {x, int64_tensor({1})}), "float[N,3,4]");
   EXPECT_EQ(infer1("Squeeze", {x}), "float[...]");  // N might be 1
   EXPECT_EQ(infer1("Squeeze", {Type::tensor(DType::Float32, Shape{1, 3, 1})}), "float[3]");
-  EXPECT_EQ(infer1("Unsqueeze", {x, ints({0, -1})}), "float[1,N,1,3,4,1]");
+  EXPECT_EQ(infer1("Unsqueeze", {x, int64_tensor({0, -1})}), "float[1,N,1,3,4,1]");
   EXPECT_EQ(infer1("Unsqueeze", {x, Type::tensor(DType::Int64, Shape{2})}), "float[?,?,?,?,?,?]");
   // Exporters write scalar axes; they count as one axis.
   EXPECT_EQ(infer1("Unsqueeze", {x, Type::tensor(DType::Int64, Shape{})}), "float[?,?,?,?,?]");
-  expect_invalid("Squeeze", {x, ints({2})}, {}, "cannot squeeze axis 2");
-  expect_invalid("Unsqueeze", {x, ints({9})}, {}, "out of range");
+  expect_invalid("Squeeze", {x, int64_tensor({2})}, {}, "cannot squeeze axis 2");
+  expect_invalid("Unsqueeze", {x, int64_tensor({9})}, {}, "out of range");
 }
 
 TEST(ShapeInference, TransposeConcatSplit) {
@@ -153,48 +89,57 @@ TEST(ShapeInference, TransposeConcatSplit) {
                  {Attribute::make_int("axis", 0)}, "dim 1");
 
   Type s = Type::tensor(DType::Int32, Shape{sym("N"), 10});
-  auto parts = infer("Split", {s, ints({3, 7})}, {Attribute::make_int("axis", 1)}, 2);
+  auto parts = infer_op("Split", {s, int64_tensor({3, 7})}, {Attribute::make_int("axis", 1)}, 2);
   EXPECT_EQ(parts[0].to_string(), "int32[N,3]");
   EXPECT_EQ(parts[1].to_string(), "int32[N,7]");
-  parts = infer("Split", {s},
-                {Attribute::make_int("axis", 1), Attribute::make_int("num_outputs", 3)}, 3);
+  parts = infer_op("Split", {s},
+                   {Attribute::make_int("axis", 1), Attribute::make_int("num_outputs", 3)}, 3);
   EXPECT_EQ(parts[0].to_string(), "int32[N,4]");
   EXPECT_EQ(parts[2].to_string(), "int32[N,2]");
-  parts = infer("Split", {s}, {}, 2);
+  parts = infer_op("Split", {s}, {}, 2);
   EXPECT_EQ(parts[0].to_string(), "int32[?,10]");
-  expect_invalid("Split", {s, ints({3, 3})}, {Attribute::make_int("axis", 1)}, "sums to", 2);
+  expect_invalid("Split", {s, int64_tensor({3, 3})}, {Attribute::make_int("axis", 1)}, "sums to",
+                 2);
 }
 
 TEST(ShapeInference, SliceExpandTilePad) {
   Type x = Type::tensor(DType::Float32, Shape{sym("N"), 10, sym("S")});
-  EXPECT_EQ(infer1("Slice", {x, ints({0, 2}), ints({kMax, 8})}), "float[N,6,S]");
-  EXPECT_EQ(infer1("Slice", {x, ints({-1, 0}), ints({-kMax, kMax}), ints({1, 2}), ints({-1, 1})}),
+  EXPECT_EQ(infer1("Slice", {x, int64_tensor({0, 2}), int64_tensor({kMax, 8})}), "float[N,6,S]");
+  EXPECT_EQ(infer1("Slice", {x, int64_tensor({-1, 0}), int64_tensor({-kMax, kMax}),
+                             int64_tensor({1, 2}), int64_tensor({-1, 1})}),
             "float[N,10,S]");
-  EXPECT_EQ(infer1("Slice", {x, ints({9, 1}), ints({-100, 2}), ints({1, 0}), ints({-3, 1})}),
+  EXPECT_EQ(infer1("Slice", {x, int64_tensor({9, 1}), int64_tensor({-100, 2}), int64_tensor({1, 0}),
+                             int64_tensor({-3, 1})}),
             "float[?,4,S]");
-  EXPECT_EQ(infer1("Slice", {x, ints({1}), ints({kMax}), ints({-1})}), "float[N,10,?]");
-  EXPECT_EQ(infer1("Slice", {x, Type::tensor(DType::Int64, Shape{1}), ints({5})}), "float[?,10,S]");
-  EXPECT_EQ(infer1("Slice", {x, ints({0}), ints({1}), Type::tensor(DType::Int64, Shape{1})}),
+  EXPECT_EQ(infer1("Slice", {x, int64_tensor({1}), int64_tensor({kMax}), int64_tensor({-1})}),
+            "float[N,10,?]");
+  EXPECT_EQ(infer1("Slice", {x, Type::tensor(DType::Int64, Shape{1}), int64_tensor({5})}),
+            "float[?,10,S]");
+  EXPECT_EQ(infer1("Slice",
+                   {x, int64_tensor({0}), int64_tensor({1}), Type::tensor(DType::Int64, Shape{1})}),
             "float[?,?,?]");
-  expect_invalid("Slice", {x, ints({0}), ints({1}), ints({0}), ints({0})}, {}, "zero");
+  expect_invalid("Slice",
+                 {x, int64_tensor({0}), int64_tensor({1}), int64_tensor({0}), int64_tensor({0})},
+                 {}, "zero");
 
   Type e = Type::tensor(DType::Float32, Shape{sym("N"), 1, 4});
-  EXPECT_EQ(infer1("Expand", {e, ints({1, 3, 1})}), "float[N,3,4]");
-  EXPECT_EQ(infer1("Expand", {e, ints({2, 1, 1, 1})}), "float[2,N,1,4]");
+  EXPECT_EQ(infer1("Expand", {e, int64_tensor({1, 3, 1})}), "float[N,3,4]");
+  EXPECT_EQ(infer1("Expand", {e, int64_tensor({2, 1, 1, 1})}), "float[2,N,1,4]");
   EXPECT_EQ(infer1("Expand", {e, Type::tensor(DType::Int64, Shape{4})}), "float[?,?,?,4]");
-  expect_invalid("Expand", {e, ints({3, 5})}, {}, "broadcast");
+  expect_invalid("Expand", {e, int64_tensor({3, 5})}, {}, "broadcast");
 
-  EXPECT_EQ(infer1("Tile", {e, ints({1, 3, 2})}), "float[N,3,8]");
-  EXPECT_EQ(infer1("Tile", {e, ints({2, 1, 1})}), "float[?,1,4]");
+  EXPECT_EQ(infer1("Tile", {e, int64_tensor({1, 3, 2})}), "float[N,3,8]");
+  EXPECT_EQ(infer1("Tile", {e, int64_tensor({2, 1, 1})}), "float[?,1,4]");
 
   Type img = Type::tensor(DType::Float32, Shape{sym("N"), 3, sym("H"), 8});
-  EXPECT_EQ(infer1("Pad", {img, ints({0, 0, 1, 1, 0, 0, 1, 2})}), "float[N,3,?,11]");
-  EXPECT_EQ(infer1("Pad", {img, ints({1, -1}), nullptr, ints({2})}), "float[N,3,H,8]");
-  EXPECT_EQ(infer1("Pad", {img, ints({2, 1}), nullptr, ints({-1})},
+  EXPECT_EQ(infer1("Pad", {img, int64_tensor({0, 0, 1, 1, 0, 0, 1, 2})}), "float[N,3,?,11]");
+  EXPECT_EQ(infer1("Pad", {img, int64_tensor({1, -1}), nullptr, int64_tensor({2})}),
+            "float[N,3,H,8]");
+  EXPECT_EQ(infer1("Pad", {img, int64_tensor({2, 1}), nullptr, int64_tensor({-1})},
                    {Attribute::make_string("mode", "reflect")}),
             "float[N,3,H,11]");
-  expect_invalid("Pad", {img, ints({1, 1})}, {}, "pads has 2 values");
-  expect_invalid("Pad", {img, ints({0, 0, 0, 0, 0, 0, 0, 0})},
+  expect_invalid("Pad", {img, int64_tensor({1, 1})}, {}, "pads has 2 values");
+  expect_invalid("Pad", {img, int64_tensor({0, 0, 0, 0, 0, 0, 0, 0})},
                  {Attribute::make_string("mode", "mirror")}, "mode 'mirror'");
 }
 
@@ -226,10 +171,10 @@ TEST(ShapeInference, RangeEyeTriluAndBlocks) {
   Type seq = Type::tensor(DType::Float32, Shape{sym("T"), sym("B"), 4});
   EXPECT_EQ(infer1("ReverseSequence", {seq, Type::tensor(DType::Int64, Shape{sym("B")})}),
             "float[T,B,4]");
-  EXPECT_EQ(infer1("CenterCropPad", {seq, ints({6})}, {Attribute::make_ints("axes", {0})}),
+  EXPECT_EQ(infer1("CenterCropPad", {seq, int64_tensor({6})}, {Attribute::make_ints("axes", {0})}),
             "float[6,B,4]");
   EXPECT_EQ(infer1("CenterCropPad", {seq, Type::tensor(DType::Int64, Shape{3})}), "float[?,?,?]");
 }
 
 }  // namespace
-}  // namespace switchyard
+}  // namespace switchyard::testing

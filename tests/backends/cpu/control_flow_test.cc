@@ -3,19 +3,12 @@
 // bodies use the sequence ops for data movement so the tests depend on no arithmetic family.
 #include <gtest/gtest.h>
 
-#include <thread>
-
 #include "backends/cpu/cpu_kernels.h"
-#include "backends/executor.h"
 #include "ir/check.h"
-#include "ops/schema.h"
 #include "support/op_test_util.h"
 
-namespace switchyard {
+namespace switchyard::testing {
 namespace {
-
-using ir::DType;
-using testing::random_tensor;
 
 // Adds a node to any graph of the tree; outputs get names unique in the tree.
 ir::Node* add_node(ir::Graph& g, const std::string& op, std::vector<ir::Value*> inputs,
@@ -41,18 +34,10 @@ ir::Attribute graph_attr(const std::string& name, std::shared_ptr<ir::Graph> g) 
   return ir::Attribute::make_graph(name, std::move(g));
 }
 
-// The main graph with its feeds; runs on the CPU with a poisoned pool.
-class GraphCase {
+// The main graph; sequence inputs are typed with the elements' common shape (unknown dims where
+// they differ).
+class GraphCase : public testing::GraphCase {
  public:
-  ir::Graph& graph() { return *graph_; }
-  ir::Value* input(const std::string& name, ir::Type type, ir::Datum value) {
-    feeds_.push_back(std::move(value));
-    return graph_->add_input(name, std::move(type));
-  }
-  ir::Value* tensor(const std::string& name, const ir::Tensor& t) {
-    return input(name, ir::Type::tensor(t.dtype(), ir::make_shape(t.shape())), t);
-  }
-  // A sequence input typed with the elements' common shape (unknown dims where they differ).
   ir::Value* sequence(const std::string& name, DType dtype, std::vector<ir::Tensor> items) {
     std::optional<ir::Shape> shape;
     if (!items.empty()) shape = ir::make_shape(items[0].shape());
@@ -67,41 +52,7 @@ class GraphCase {
     return input(name, ir::Type::sequence(ir::Type::tensor(dtype, shape)),
                  ir::Datum::make_sequence(dtype, std::move(items)));
   }
-  void finish(std::vector<ir::Value*> outputs) {
-    for (ir::Value* v : outputs) graph_->add_output(v);
-    ops::infer_types(*graph_);
-    ir::verify(*graph_);
-    program_ = std::make_unique<backends::GraphProgram>(*graph_, cpu::cpu_kernels());
-  }
-  std::vector<ir::Datum> run() const {
-    backends::RunState state;
-    state.pool = backends::HostPool::create(/*poison=*/true);
-    state.num_threads = 2;
-    return program_->run(feeds_, state);
-  }
-  std::vector<ir::Datum> run(std::vector<ir::Value*> outputs) {
-    finish(std::move(outputs));
-    return run();
-  }
-  void set_feed(size_t i, ir::Datum d) { feeds_[i] = std::move(d); }
-
- private:
-  std::unique_ptr<ir::Graph> graph_ = std::make_unique<ir::Graph>("main");
-  std::vector<ir::Datum> feeds_;
-  std::unique_ptr<backends::GraphProgram> program_;
 };
-
-ir::Tensor scalar_i64(int64_t v) {
-  ir::Tensor t(DType::Int64, {});
-  t.data<int64_t>()[0] = v;
-  return t;
-}
-
-ir::Tensor scalar_bool(bool v) {
-  ir::Tensor t(DType::Bool, {});
-  t.data<bool>()[0] = v;
-  return t;
-}
 
 std::vector<ir::Tensor> random_rows(DType dt, int64_t count, std::vector<int64_t> shape,
                                     uint64_t seed) {
@@ -122,32 +73,13 @@ ir::Tensor stack(const std::vector<ir::Tensor>& items) {
   return out;
 }
 
-void expect_same(const ir::Tensor& a, const ir::Tensor& e) { EXPECT_TENSOR_NEAR(a, e, 0, 0); }
-
-void expect_sequence(const ir::Datum& d, const std::vector<ir::Tensor>& expected) {
-  ASSERT_TRUE(d.is_sequence());
-  ASSERT_EQ(d.sequence.size(), expected.size());
-  for (size_t i = 0; i < expected.size(); ++i) expect_same(d.sequence[i], expected[i]);
-}
-
-template <typename F>
-void expect_error(F&& f, ErrorCode code, const std::string& fragment) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an error containing '" << fragment << "'";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
-}
-
 // ---- If -------------------------------------------------------------------------------------
 
 TEST(If, BranchesReadOuterValuesAndMayDifferInShape) {
   ir::Tensor x = random_tensor(DType::Float16, {3, 4}, 1);
   for (bool cond : {true, false}) {
     GraphCase c;
-    ir::Value* cv = c.tensor("cond", scalar_bool(cond));
+    ir::Value* cv = c.tensor("cond", bool_scalar(cond));
     ir::Value* xv = c.tensor("x", x);
     auto then_branch = new_body("then", c.graph());
     then_branch->add_output(xv);  // an outer value returned unchanged
@@ -169,7 +101,7 @@ TEST(If, OptionalAndSequenceOutputs) {
   ir::Tensor x = random_tensor(DType::Float32, {5}, 2);
   for (bool cond : {true, false}) {
     GraphCase c;
-    ir::Value* cv = c.tensor("cond", scalar_bool(cond));
+    ir::Value* cv = c.tensor("cond", bool_scalar(cond));
     ir::Value* xv = c.tensor("x", x);
     auto then_branch = new_body("then", c.graph());
     ir::Attribute type_attr;
@@ -197,7 +129,7 @@ TEST(If, OptionalAndSequenceOutputs) {
 
 TEST(If, BranchDtypeConflictNamesNode) {
   GraphCase c;
-  ir::Value* cv = c.tensor("cond", scalar_bool(true));
+  ir::Value* cv = c.tensor("cond", bool_scalar(true));
   ir::Value* a = c.tensor("a", random_tensor(DType::Float32, {2}, 3));
   ir::Value* b = c.tensor("b", random_tensor(DType::Int32, {2}, 4));
   auto then_branch = new_body("then", c.graph());
@@ -237,12 +169,12 @@ struct LoopCase {
   LoopCase(const std::vector<ir::Tensor>& rows, std::optional<int64_t> trip_count,
            std::optional<bool> cond, const std::vector<bool>* flags = nullptr) {
     ir::Value* rv = c.sequence("rows", rows[0].dtype(), rows);
-    ir::Value* m = trip_count ? c.tensor("M", scalar_i64(*trip_count)) : nullptr;
-    ir::Value* cv = cond ? c.tensor("cond", scalar_bool(*cond)) : nullptr;
+    ir::Value* m = trip_count ? c.tensor("M", int64_scalar(*trip_count)) : nullptr;
+    ir::Value* cv = cond ? c.tensor("cond", bool_scalar(*cond)) : nullptr;
     ir::Value* flag_seq = nullptr;
     if (flags) {
       std::vector<ir::Tensor> fs;
-      for (bool f : *flags) fs.push_back(scalar_bool(f));
+      for (bool f : *flags) fs.push_back(bool_scalar(f));
       flag_seq = c.sequence("flags", DType::Bool, fs);
     }
     ir::Value* empty =
@@ -323,9 +255,9 @@ TEST(Loop, NestedIfChoosesRowsFromTwoOuterScopes) {
   ir::Value* av = c.sequence("a", DType::Float32, a_rows);
   ir::Value* bv = c.sequence("b", DType::Float32, b_rows);
   std::vector<ir::Tensor> fs;
-  for (bool f : flags) fs.push_back(scalar_bool(f));
+  for (bool f : flags) fs.push_back(bool_scalar(f));
   ir::Value* fv = c.sequence("flags", DType::Bool, fs);
-  ir::Value* m = c.tensor("M", scalar_i64(4));
+  ir::Value* m = c.tensor("M", int64_scalar(4));
   auto body = new_body("body", c.graph());
   ir::Value* i = body->add_input("i", {});
   ir::Value* cond_in = body->add_input("cond_in", {});
@@ -351,7 +283,7 @@ TEST(Loop, GrowingCarriedValueGeneralizesBodyTypes) {
   auto rows = random_rows(DType::Float32, 3, {1, 2}, 60);
   GraphCase c;
   ir::Value* rv = c.sequence("rows", DType::Float32, rows);
-  ir::Value* m = c.tensor("M", scalar_i64(3));
+  ir::Value* m = c.tensor("M", int64_scalar(3));
   ir::Value* init = c.tensor("init", ir::Tensor(DType::Float32, {0, 2}));
   auto body = new_body("body", c.graph());
   ir::Value* i = body->add_input("i", {});
@@ -394,8 +326,8 @@ TEST(Loop, BadTripCountAndConditionNameTheNode) {
   }
   {
     GraphCase c;
-    ir::Value* m = c.tensor("M", scalar_i64(2));
-    ir::Value* ints = c.sequence("ints", DType::Int64, {scalar_i64(1), scalar_i64(0)});
+    ir::Value* m = c.tensor("M", int64_scalar(2));
+    ir::Value* ints = c.sequence("ints", DType::Int64, {int64_scalar(1), int64_scalar(0)});
     auto body = new_body("body", c.graph());
     ir::Value* i = body->add_input("i", {});
     body->add_input("cond_in", {});
@@ -418,18 +350,10 @@ TEST(Loop, ConcurrentRunsShareOneProgram) {
   LoopCase l(rows, 8, true);
   l.c.finish({l.loop->output(0), l.loop->output(1), l.loop->output(2)});
   ir::Tensor expected = stack(rows);
-  std::vector<std::thread> threads;
-  std::vector<std::string> errors(4);
-  for (int t = 0; t < 4; ++t) {
-    threads.emplace_back([&, t] {
-      for (int rep = 0; rep < 10; ++rep) {
-        auto out = l.c.run();
-        std::string diff = testing::compare_tensors(out[1].tensor, expected, 0, 0);
-        if (!diff.empty()) errors[static_cast<size_t>(t)] = diff;
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
+  std::vector<std::string> errors = run_concurrently(4, 10, [&](int, int) {
+    auto out = l.c.run();
+    return testing::compare_tensors(out[1].tensor, expected, 0, 0);
+  });
   for (const auto& e : errors) EXPECT_EQ(e, "");
 }
 
@@ -595,4 +519,4 @@ TEST(SequenceMap, EmptyInputGivesEmptyTypedSequenceAndLengthsMustMatch) {
 }
 
 }  // namespace
-}  // namespace switchyard
+}  // namespace switchyard::testing

@@ -2,46 +2,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <numeric>
-#include <thread>
 
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/executor.h"
 #include "ir/check.h"
 #include "support/op_test_util.h"
 
-namespace switchyard {
+namespace switchyard::testing {
 namespace {
-
-using ir::Attribute;
-using ir::DType;
-using testing::random_tensor;
-using testing::run_op1;
-using testing::to_doubles;
-
-testing::OpCase op_case(std::string op, std::vector<std::optional<ir::Tensor>> inputs,
-                        std::vector<Attribute> attributes = {}, std::vector<bool> constant = {}) {
-  testing::OpCase c;
-  c.op = std::move(op);
-  c.inputs = std::move(inputs);
-  c.attributes = std::move(attributes);
-  c.constant_inputs = std::move(constant);
-  return c;
-}
-
-int64_t prod(const std::vector<int64_t>& v) {
-  return std::accumulate(v.begin(), v.end(), int64_t{1}, std::multiplies<int64_t>());
-}
-
-// Unflattens i into coordinates of `dims`.
-std::vector<int64_t> coords(int64_t i, const std::vector<int64_t>& dims) {
-  std::vector<int64_t> c(dims.size());
-  for (size_t k = dims.size(); k-- > 0;) {
-    c[k] = i % dims[k];
-    i /= dims[k];
-  }
-  return c;
-}
 
 struct ConvCase {
   std::vector<int64_t> x = {}, w = {};  // x [N, C, in...], w [M, C/group, k...]
@@ -89,17 +57,17 @@ std::pair<std::vector<int64_t>, std::vector<double>> reference_conv(const ConvCa
   int64_t mg = m_count / c.group;
   std::vector<int64_t> shape = {batch, m_count};
   shape.insert(shape.end(), out.begin(), out.end());
-  std::vector<double> y(static_cast<size_t>(prod(shape)));
-  int64_t out_size = prod(out), ksize = prod(k), in_size = prod(in);
+  std::vector<double> y(static_cast<size_t>(product(shape)));
+  int64_t out_size = product(out), ksize = product(k), in_size = product(in);
   for (int64_t nn = 0; nn < batch; ++nn)
     for (int64_t m = 0; m < m_count; ++m)
       for (int64_t o = 0; o < out_size; ++o) {
-        std::vector<int64_t> oc = coords(o, out);
+        std::vector<int64_t> oc = unravel(o, out);
         double acc = b ? (*b)[static_cast<size_t>(m)] : 0.0;
         for (int64_t ci = 0; ci < cg; ++ci) {
           int64_t ch = m / mg * cg + ci;
           for (int64_t kk = 0; kk < ksize; ++kk) {
-            std::vector<int64_t> kc = coords(kk, k);
+            std::vector<int64_t> kc = unravel(kk, k);
             int64_t off = 0;
             bool inside = true;
             for (size_t i = 0; i < n; ++i) {
@@ -124,7 +92,7 @@ void check_conv(const ConvCase& c, DType dtype, double rtol, double atol, bool c
   ir::Tensor b = random_tensor(dtype, {c.w[0]}, seed + 2);
   std::vector<double> bd = to_doubles(b);
   auto [shape, expected] = reference_conv(c, to_doubles(x), to_doubles(w), c.bias ? &bd : nullptr);
-  testing::OpCase oc = op_case("Conv", {x, w}, conv_attrs(c), {false, constant_w, constant_w});
+  testing::OpCase oc = make_case("Conv", {x, w}, conv_attrs(c), 1, {false, constant_w, constant_w});
   if (c.bias) oc.inputs.push_back(b);
   ir::Tensor y = run_op1(oc);
   ir::Tensor e = testing::tensor_of(dtype, shape, expected);
@@ -181,31 +149,20 @@ TEST(ConvKernel, ConcurrentRunsOverManyShapesShareOneKernel) {
   ConvCase base{{1, 3, 8, 8}, {4, 3, 3, 3}, 1, {2, 1}, {}, {1, 1, 0, 1}};
   ir::Tensor w = random_tensor(DType::Float32, base.w, 1);
   ir::Tensor b = random_tensor(DType::Float32, {4}, 2);
-  testing::OpCase oc = op_case("Conv", {random_tensor(DType::Float32, base.x, 3), w, b},
-                               conv_attrs(base), {false, true, true});
+  testing::OpCase oc = make_case("Conv", {random_tensor(DType::Float32, base.x, 3), w, b},
+                                 conv_attrs(base), 1, {false, true, true});
   auto graph = testing::build_op_graph(oc);
   backends::GraphProgram program(*graph, cpu::cpu_kernels());
-  std::vector<std::string> failures(4);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 4; ++t) {
-    threads.emplace_back([&, t] {
-      for (int i = 0; i < 12; ++i) {
-        ConvCase c = base;
-        c.x = {1 + i % 2, 3, 5 + (t * 3 + i) % 13, 6 + i};
-        ir::Tensor x = random_tensor(DType::Float32, c.x, static_cast<uint64_t>(t * 100 + i));
-        std::vector<double> bd = to_doubles(b);
-        auto [shape, expected] = reference_conv(c, to_doubles(x), to_doubles(w), &bd);
-        backends::RunState state;
-        state.pool = backends::HostPool::create(true);
-        state.num_threads = 1;
-        auto out = program.run({x}, state);
-        std::string diff = testing::compare_tensors(
-            out[0].tensor, testing::tensor_of(DType::Float32, shape, expected), 1e-4, 1e-5);
-        if (!diff.empty()) failures[static_cast<size_t>(t)] = diff;
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
+  std::vector<std::string> failures = run_concurrently(4, 12, [&](int t, int i) {
+    ConvCase c = base;
+    c.x = {1 + i % 2, 3, 5 + (t * 3 + i) % 13, 6 + i};
+    ir::Tensor x = random_tensor(DType::Float32, c.x, static_cast<uint64_t>(t * 100 + i));
+    std::vector<double> bd = to_doubles(b);
+    auto [shape, expected] = reference_conv(c, to_doubles(x), to_doubles(w), &bd);
+    auto out = run_program(program, {x}, /*num_threads=*/1);
+    return testing::compare_tensors(
+        out[0].tensor, testing::tensor_of(DType::Float32, shape, expected), 1e-4, 1e-5);
+  });
   for (const auto& f : failures) EXPECT_EQ(f, "");
 }
 
@@ -213,15 +170,15 @@ TEST(ConvKernel, BadShapesNameTheNode) {
   ir::Tensor x = random_tensor(DType::Float32, {1, 3, 5, 5}, 1);
   ir::Tensor w = random_tensor(DType::Float32, {4, 2, 3, 3}, 2);
   try {
-    run_op1(op_case("Conv", {x, w}));
+    run_op1(make_case("Conv", {x, w}));
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("node 'node'"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(run_op1(op_case("Conv", {x, random_tensor(DType::Float32, {4, 3, 3, 3}, 2)},
-                               {Attribute::make_ints("strides", {1})})),
+  EXPECT_THROW(run_op1(make_case("Conv", {x, random_tensor(DType::Float32, {4, 3, 3, 3}, 2)},
+                                 {Attribute::make_ints("strides", {1})})),
                Error);
-  EXPECT_THROW(run_op1(op_case("Conv", {x, random_tensor(DType::Float32, {4, 3, 7, 7}, 2)})),
+  EXPECT_THROW(run_op1(make_case("Conv", {x, random_tensor(DType::Float32, {4, 3, 7, 7}, 2)})),
                Error);
 }
 
@@ -262,18 +219,18 @@ void check_deconv(const DeconvCase& c, DType dtype, double rtol, double atol, ui
   std::vector<double> xd = to_doubles(x), wd = to_doubles(w), bd = to_doubles(b);
   std::vector<int64_t> shape = {batch, m_count};
   shape.insert(shape.end(), out.begin(), out.end());
-  int64_t out_size = prod(out), in_size = prod(in), ksize = prod(k);
-  std::vector<double> y(static_cast<size_t>(prod(shape)));
-  for (int64_t i = 0; i < prod(shape); ++i)
+  int64_t out_size = product(out), in_size = product(in), ksize = product(k);
+  std::vector<double> y(static_cast<size_t>(product(shape)));
+  for (int64_t i = 0; i < product(shape); ++i)
     y[static_cast<size_t>(i)] = bd[static_cast<size_t>(i / out_size % m_count)];
   for (int64_t nn = 0; nn < batch; ++nn)
     for (int64_t ch = 0; ch < channels; ++ch)
       for (int64_t ii = 0; ii < in_size; ++ii) {
-        std::vector<int64_t> ic = coords(ii, in);
+        std::vector<int64_t> ic = unravel(ii, in);
         double xv = xd[static_cast<size_t>((nn * channels + ch) * in_size + ii)];
         for (int64_t mo = 0; mo < mg; ++mo)
           for (int64_t kk = 0; kk < ksize; ++kk) {
-            std::vector<int64_t> kc = coords(kk, k);
+            std::vector<int64_t> kc = unravel(kk, k);
             int64_t off = 0;
             bool inside = true;
             for (size_t i = 0; i < n; ++i) {
@@ -295,7 +252,7 @@ void check_deconv(const DeconvCase& c, DType dtype, double rtol, double atol, ui
   if (!c.output_padding.empty())
     a.push_back(Attribute::make_ints("output_padding", c.output_padding));
   if (!c.output_shape.empty()) a.push_back(Attribute::make_ints("output_shape", c.output_shape));
-  ir::Tensor result = run_op1(op_case("ConvTranspose", {x, w, b}, a, {false, true, true}));
+  ir::Tensor result = run_op1(make_case("ConvTranspose", {x, w, b}, a, 1, {false, true, true}));
   EXPECT_TENSOR_NEAR(result, testing::tensor_of(dtype, shape, y), rtol, atol);
 }
 
@@ -335,7 +292,7 @@ TEST(ConvIntegerKernel, MatchesReference) {
     for (double& v : xd) v -= to_doubles(xzp)[0];
     for (size_t i = 0; i < wd.size(); ++i) wd[i] -= to_doubles(wzp)[i / 12];
     auto [shape, expected] = reference_conv(c, xd, wd, nullptr);
-    ir::Tensor y = run_op1(op_case("ConvInteger", {x, w, xzp, wzp}, conv_attrs(c)));
+    ir::Tensor y = run_op1(make_case("ConvInteger", {x, w, xzp, wzp}, conv_attrs(c)));
     EXPECT_TENSOR_NEAR(y, testing::tensor_of(DType::Int32, shape, expected), 0, 0);
   }
 }
@@ -359,7 +316,7 @@ TEST(QLinearConvKernel, MatchesReference) {
         5;
     expected[i] = std::clamp(v, 0.0, 255.0);
   }
-  ir::Tensor y = run_op1(op_case(
+  ir::Tensor y = run_op1(make_case(
       "QLinearConv",
       {x, testing::tensor_of(DType::Float32, {}, {xs}), testing::tensor_of(DType::UInt8, {}, {120}),
        w, w_scale, testing::tensor_of(DType::Int8, {4}, {0, 0, 0, 0}),
@@ -369,4 +326,4 @@ TEST(QLinearConvKernel, MatchesReference) {
 }
 
 }  // namespace
-}  // namespace switchyard
+}  // namespace switchyard::testing

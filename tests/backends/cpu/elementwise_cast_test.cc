@@ -8,15 +8,8 @@
 #include "ir/check.h"
 #include "support/op_test_util.h"
 
-namespace switchyard {
+namespace switchyard::testing {
 namespace {
-
-using ir::Attribute;
-using ir::DType;
-using ir::Tensor;
-using testing::random_tensor;
-using testing::tensor_of;
-using testing::to_doubles;
 
 Tensor cast(const Tensor& x, DType to) {
   testing::OpCase c;
@@ -24,16 +17,6 @@ Tensor cast(const Tensor& x, DType to) {
   c.inputs = {x};
   c.attributes = {Attribute::make_int("to", static_cast<int64_t>(to))};
   return testing::run_op1(c);
-}
-
-Tensor strings(std::vector<int64_t> shape, const std::vector<std::string>& values) {
-  Tensor t(DType::String, std::move(shape));
-  for (size_t i = 0; i < values.size(); ++i) t.data<std::string>()[i] = values[i];
-  return t;
-}
-
-std::vector<std::string> string_values(const Tensor& t) {
-  return {t.data<std::string>(), t.data<std::string>() + t.numel()};
 }
 
 const std::vector<DType> kPodTypes = {
@@ -136,7 +119,7 @@ TEST(Cast, NumbersToStringsLikeNumpy) {
 
 TEST(Cast, StringsToNumbers) {
   Tensor s =
-      strings({8}, {"0.47892547", "NaN", "INF", "+INF", "-INF", " 1e3 ", "-2.5E-1", "1e400"});
+      string_tensor({8}, {"0.47892547", "NaN", "INF", "+INF", "-INF", " 1e3 ", "-2.5E-1", "1e400"});
   Tensor f = cast(s, DType::Float32);
   const double inf = std::numeric_limits<double>::infinity();
   const double nan = std::numeric_limits<double>::quiet_NaN();
@@ -145,14 +128,14 @@ TEST(Cast, StringsToNumbers) {
   EXPECT_TENSOR_NEAR(
       cast(s, DType::Float16),
       tensor_of(DType::Float16, {8}, {0.47892547, nan, inf, inf, -inf, 1000, -0.25, inf}), 0, 0);
-  Tensor ints = strings({3}, {"-12", "+7", "300"});
+  Tensor ints = string_tensor({3}, {"-12", "+7", "300"});
   EXPECT_TENSOR_NEAR(cast(ints, DType::Int16), tensor_of(DType::Int16, {3}, {-12, 7, 300}), 0, 0);
   EXPECT_THROW(cast(ints, DType::Int8), Error);  // 300 is out of range
-  EXPECT_THROW(cast(strings({1}, {"1.5"}), DType::Int32), Error);
-  EXPECT_TENSOR_NEAR(cast(strings({4}, {"True", "false", "0", "2.5"}), DType::Bool),
+  EXPECT_THROW(cast(string_tensor({1}, {"1.5"}), DType::Int32), Error);
+  EXPECT_TENSOR_NEAR(cast(string_tensor({4}, {"True", "false", "0", "2.5"}), DType::Bool),
                      tensor_of(DType::Bool, {4}, {1, 0, 0, 1}), 0, 0);
   try {
-    cast(strings({2}, {"1", "abc"}), DType::Float32);
+    cast(string_tensor({2}, {"1", "abc"}), DType::Float32);
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("[Cast] node 'node'"), std::string::npos) << e.what();
@@ -176,7 +159,7 @@ TEST(Cast, CastLikeTakesTheSecondInputsDtype) {
   }
   testing::OpCase c;
   c.op = "CastLike";
-  c.inputs = {x, strings({1}, {""})};
+  c.inputs = {x, string_tensor({1}, {""})};
   EXPECT_EQ(testing::run_op1(c).dtype(), DType::String);
 }
 
@@ -193,4 +176,4 @@ TEST(Cast, EmptyAndScalar) {
 }
 
 }  // namespace
-}  // namespace switchyard
+}  // namespace switchyard::testing

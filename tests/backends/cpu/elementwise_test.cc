@@ -9,16 +9,8 @@
 #include "ir/check.h"
 #include "support/op_test_util.h"
 
-namespace switchyard {
+namespace switchyard::testing {
 namespace {
-
-using ir::Attribute;
-using ir::DType;
-using ir::Tensor;
-using testing::random_tensor;
-using testing::run_op1;
-using testing::tensor_of;
-using testing::to_doubles;
 
 struct Tol {
   double rtol;
@@ -624,4 +616,4 @@ TEST(ElementwiseErrors, BadAttributesNameTheNode) {
 }
 
 }  // namespace
-}  // namespace switchyard
+}  // namespace switchyard::testing

@@ -8,43 +8,10 @@
 #include "ir/check.h"
 #include "support/op_test_util.h"
 
-namespace switchyard {
+namespace switchyard::testing {
 namespace {
 
-using ir::Attribute;
-using ir::DType;
-using ir::Tensor;
-using testing::int64_tensor;
-using testing::OpCase;
-using testing::random_tensor;
-using testing::run_op;
-using testing::run_op1;
-using testing::tensor_of;
-
 using Index = std::vector<int64_t>;
-
-Index strides(const Index& shape) {
-  Index s(shape.size(), 1);
-  for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; --i)
-    s[static_cast<size_t>(i)] = s[static_cast<size_t>(i) + 1] * shape[static_cast<size_t>(i) + 1];
-  return s;
-}
-
-Index unravel(int64_t linear, const Index& shape) {
-  Index idx(shape.size());
-  for (int64_t k = static_cast<int64_t>(shape.size()) - 1; k >= 0; --k) {
-    idx[static_cast<size_t>(k)] = linear % shape[static_cast<size_t>(k)];
-    linear /= shape[static_cast<size_t>(k)];
-  }
-  return idx;
-}
-
-int64_t ravel(const Index& idx, const Index& shape) {
-  int64_t off = 0;
-  Index s = strides(shape);
-  for (size_t k = 0; k < idx.size(); ++k) off += idx[k] * s[k];
-  return off;
-}
 
 // Copies element `from` of `src` to element `to` of `dst` (any dtype).
 void copy_element(const Tensor& src, int64_t from, Tensor& dst, int64_t to) {
@@ -64,15 +31,6 @@ Tensor reference(const Tensor& in, const Index& out_shape,
   return out;
 }
 
-Tensor random_any(DType dtype, Index shape, uint64_t seed) {
-  if (dtype != DType::String) return random_tensor(dtype, shape, seed, -50, 50);
-  Tensor ints = random_tensor(DType::Int32, shape, seed, 0, 50);
-  Tensor t(DType::String, shape);
-  for (int64_t i = 0; i < t.numel(); ++i)
-    t.data<std::string>()[i] = "s" + std::to_string(ints.data<int32_t>()[i]);
-  return t;
-}
-
 // Random indices in [-dim, dim) of the given dtype.
 Tensor random_indices(DType dtype, Index shape, int64_t dim, uint64_t seed) {
   return random_tensor(dtype, shape, seed, static_cast<double>(-dim), static_cast<double>(dim));
@@ -80,17 +38,6 @@ Tensor random_indices(DType dtype, Index shape, int64_t dim, uint64_t seed) {
 
 const std::vector<DType> kMoveDtypes = {DType::Float32, DType::Float16, DType::Int64,
                                         DType::UInt8,   DType::Bool,    DType::String};
-
-void expect_error_naming_node(const OpCase& c, const std::string& fragment) {
-  try {
-    run_op(c);
-    ADD_FAILURE() << "expected an error containing '" << fragment << "'";
-  } catch (const Error& e) {
-    std::string msg = e.what();
-    EXPECT_NE(msg.find("node 'node'"), std::string::npos) << msg;
-    EXPECT_NE(msg.find(fragment), std::string::npos) << msg;
-  }
-}
 
 TEST(GatherScatterKernels, GatherMatchesReference) {
   uint64_t seed = 1;
@@ -435,4 +382,4 @@ TEST(GatherScatterKernels, UniqueAllOutputs) {
 }
 
 }  // namespace
-}  // namespace switchyard
+}  // namespace switchyard::testing

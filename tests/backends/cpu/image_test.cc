@@ -9,31 +9,8 @@
 #include "ir/check.h"
 #include "support/op_test_util.h"
 
-namespace switchyard {
+namespace switchyard::testing {
 namespace {
-
-using ir::Attribute;
-using ir::DType;
-using testing::int64_tensor;
-using testing::OpCase;
-using testing::random_tensor;
-using testing::run_op;
-using testing::run_op1;
-using testing::tensor_of;
-using testing::to_doubles;
-
-OpCase make_case(std::string op, std::vector<std::optional<ir::Tensor>> inputs,
-                 std::vector<Attribute> attributes) {
-  OpCase c;
-  c.op = std::move(op);
-  c.inputs = std::move(inputs);
-  c.attributes = std::move(attributes);
-  return c;
-}
-
-int64_t numel(const std::vector<int64_t>& s) {
-  return std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>());
-}
 
 // ---- Resize reference: the ONNX reference algorithm (nested 1-D interpolation, neighbours by
 // distance in an edge-padded line).
@@ -146,7 +123,7 @@ struct ResizeRef {
       roi.assign(rank, 0.0);
       roi.insert(roi.end(), rank, 1.0);
     }
-    std::vector<double> y(numel(out_shape));
+    std::vector<double> y(product(out_shape));
     std::vector<int64_t> out(rank, 0);
     for (size_t e = 0; e < y.size(); ++e) {
       int64_t rem = static_cast<int64_t>(e);
@@ -390,38 +367,30 @@ TEST(ResizeKernel, BoolNearestAndEmpty) {
 
 TEST(ResizeKernel, ErrorsNameTheNode) {
   ir::Tensor x = random_tensor(DType::Float32, {1, 1, 2, 2}, 1);
-  auto expect_error = [](const OpCase& oc, const std::string& what) {
-    try {
-      run_op(oc);
-      FAIL() << "expected an error about " << what;
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("node 'node'"), std::string::npos) << e.what();
-      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
-    }
-  };
+
   auto scales = tensor_of(DType::Float32, {4}, {1, 1, 2, 2});
-  expect_error(
+  expect_error_naming_node(
       make_case("Resize", {x, std::nullopt, scales}, {Attribute::make_string("mode", "area")}),
       "mode");
-  expect_error({"Resize",
-                {x, std::nullopt, tensor_of(DType::Float32, {3}, {1, 2, 2})},
-                {},
-                1,
-                {false, true, true}},
-               "scales");
-  expect_error({"Resize",
-                {x, std::nullopt, tensor_of(DType::Float32, {4}, {1, 1, -2, 2})},
-                {},
-                1,
-                {false, true, true}},
-               "scales");
-  expect_error({"Resize",
-                {x, std::nullopt, scales, int64_tensor({1, 1, 4, 4})},
-                {},
-                1,
-                {false, false, false, false}},
-               "sizes");
-  expect_error(
+  expect_error_naming_node({"Resize",
+                            {x, std::nullopt, tensor_of(DType::Float32, {3}, {1, 2, 2})},
+                            {},
+                            1,
+                            {false, true, true}},
+                           "scales");
+  expect_error_naming_node({"Resize",
+                            {x, std::nullopt, tensor_of(DType::Float32, {4}, {1, 1, -2, 2})},
+                            {},
+                            1,
+                            {false, true, true}},
+                           "scales");
+  expect_error_naming_node({"Resize",
+                            {x, std::nullopt, scales, int64_tensor({1, 1, 4, 4})},
+                            {},
+                            1,
+                            {false, false, false, false}},
+                           "sizes");
+  expect_error_naming_node(
       make_case("Resize", {x, std::nullopt, scales}, {Attribute::make_ints("axes", {2, 2})}),
       "axes");
 }
@@ -664,4 +633,4 @@ TEST(Col2ImKernel, OneAndThreeSpatialDimsAndErrors) {
 }
 
 }  // namespace
-}  // namespace switchyard
+}  // namespace switchyard::testing

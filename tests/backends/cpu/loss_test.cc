@@ -8,30 +8,8 @@
 #include "ir/check.h"
 #include "support/op_test_util.h"
 
-namespace switchyard {
+namespace switchyard::testing {
 namespace {
-
-using ir::Attribute;
-using ir::DType;
-using ir::Tensor;
-using testing::OpCase;
-using testing::random_tensor;
-using testing::run_op;
-using testing::tensor_of;
-using testing::to_doubles;
-
-// An OpCase with every field set (aggregate initialisation would leave some to warnings).
-OpCase make_case(std::string op, std::vector<std::optional<Tensor>> inputs,
-                 std::vector<Attribute> attrs = {}, int num_outputs = 1,
-                 std::vector<bool> constants = {}) {
-  OpCase c;
-  c.op = std::move(op);
-  c.inputs = std::move(inputs);
-  c.attributes = std::move(attrs);
-  c.num_outputs = num_outputs;
-  c.constant_inputs = std::move(constants);
-  return c;
-}
 
 struct LossRef {
   std::vector<double> loss;  // per element (reduction none) or one value
@@ -184,4 +162,4 @@ TEST(LossKernels, ErrorsNameTheNode) {
 }
 
 }  // namespace
-}  // namespace switchyard
+}  // namespace switchyard::testing

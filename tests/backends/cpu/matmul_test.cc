@@ -3,37 +3,14 @@
 
 #include <cmath>
 #include <map>
-#include <numeric>
-#include <thread>
 
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/executor.h"
 #include "ir/check.h"
 #include "support/op_test_util.h"
 
-namespace switchyard {
+namespace switchyard::testing {
 namespace {
-
-using ir::Attribute;
-using ir::DType;
-using testing::random_tensor;
-using testing::run_op1;
-using testing::tensor_of;
-using testing::to_doubles;
-
-testing::OpCase op_case(std::string op, std::vector<std::optional<ir::Tensor>> inputs,
-                        std::vector<Attribute> attributes = {}, std::vector<bool> constant = {}) {
-  testing::OpCase c;
-  c.op = std::move(op);
-  c.inputs = std::move(inputs);
-  c.attributes = std::move(attributes);
-  c.constant_inputs = std::move(constant);
-  return c;
-}
-
-int64_t prod(const std::vector<int64_t>& v) {
-  return std::accumulate(v.begin(), v.end(), int64_t{1}, std::multiplies<int64_t>());
-}
 
 // numpy.matmul in double.
 std::pair<std::vector<int64_t>, std::vector<double>> reference_matmul(
@@ -51,8 +28,8 @@ std::pair<std::vector<int64_t>, std::vector<double>> reference_matmul(
   std::vector<int64_t> shape = batch;
   if (!av) shape.push_back(m);
   if (!bv) shape.push_back(n);
-  std::vector<double> y(static_cast<size_t>(prod(batch) * m * n));
-  for (int64_t bi = 0; bi < prod(batch); ++bi) {
+  std::vector<double> y(static_cast<size_t>(product(batch) * m * n));
+  for (int64_t bi = 0; bi < product(batch); ++bi) {
     int64_t ai = 0, bj = 0, rem = bi;
     std::vector<int64_t> c(batch.size());
     for (size_t i = batch.size(); i-- > 0;) {
@@ -93,7 +70,7 @@ void check_matmul(const Shapes& s, DType dt, double rtol, double atol, bool cons
   ir::Tensor a = random_tensor(dt, s.a, seed, lo, hi);
   ir::Tensor b = random_tensor(dt, s.b, seed + 1, lo, hi);
   auto [shape, expected] = reference_matmul(s.a, to_doubles(a), s.b, to_doubles(b));
-  ir::Tensor y = run_op1(op_case("MatMul", {a, b}, {}, {false, constant_b}));
+  ir::Tensor y = run_op1(make_case("MatMul", {a, b}, {}, 1, {false, constant_b}));
   EXPECT_TENSOR_NEAR(y, tensor_of(dt, shape, expected), rtol, atol);
 }
 
@@ -116,34 +93,23 @@ TEST(MatMulKernel, MatchesReferenceForEveryDtype) {
 TEST(MatMulKernel, ConcurrentRunsWithPackedWeights) {
   ir::Tensor b = random_tensor(DType::Float32, {16, 24}, 1);
   auto graph = testing::build_op_graph(
-      op_case("MatMul", {random_tensor(DType::Float32, {2, 5, 16}, 2), b}, {}, {false, true}));
+      make_case("MatMul", {random_tensor(DType::Float32, {2, 5, 16}, 2), b}, {}, 1, {false, true}));
   backends::GraphProgram program(*graph, cpu::cpu_kernels());
-  std::vector<std::string> failures(4);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 4; ++t) {
-    threads.emplace_back([&, t] {
-      for (int i = 0; i < 12; ++i) {
-        std::vector<int64_t> as = {1 + t, 1 + (i * 7 + t) % 11, 16};
-        ir::Tensor a = random_tensor(DType::Float32, as, static_cast<uint64_t>(t * 50 + i));
-        auto [shape, expected] = reference_matmul(as, to_doubles(a), {16, 24}, to_doubles(b));
-        backends::RunState state;
-        state.pool = backends::HostPool::create(true);
-        state.num_threads = 1;
-        auto out = program.run({a}, state);
-        std::string diff = testing::compare_tensors(
-            out[0].tensor, tensor_of(DType::Float32, shape, expected), 1e-4, 1e-5);
-        if (!diff.empty()) failures[static_cast<size_t>(t)] = diff;
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
+  std::vector<std::string> failures = run_concurrently(4, 12, [&](int t, int i) {
+    std::vector<int64_t> as = {1 + t, 1 + (i * 7 + t) % 11, 16};
+    ir::Tensor a = random_tensor(DType::Float32, as, static_cast<uint64_t>(t * 50 + i));
+    auto [shape, expected] = reference_matmul(as, to_doubles(a), {16, 24}, to_doubles(b));
+    auto out = run_program(program, {a}, /*num_threads=*/1);
+    return testing::compare_tensors(out[0].tensor, tensor_of(DType::Float32, shape, expected), 1e-4,
+                                    1e-5);
+  });
   for (const auto& f : failures) EXPECT_EQ(f, "");
 }
 
 TEST(MatMulKernel, BadShapesNameTheNode) {
   try {
-    run_op1(op_case("MatMul", {random_tensor(DType::Float32, {2, 3}, 1),
-                               random_tensor(DType::Float32, {4, 2}, 2)}));
+    run_op1(make_case("MatMul", {random_tensor(DType::Float32, {2, 3}, 1),
+                                 random_tensor(DType::Float32, {4, 2}, 2)}));
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("node 'node'"), std::string::npos) << e.what();
@@ -168,10 +134,10 @@ void check_gemm(const GemmCase& g, DType dt, double rtol, double atol, bool cons
   std::vector<double> ad = to_doubles(a), bd = to_doubles(b);
   std::vector<double> y(static_cast<size_t>(g.m * g.n));
   testing::OpCase oc =
-      op_case("Gemm", {a, b},
-              {Attribute::make_int("transA", g.ta), Attribute::make_int("transB", g.tb),
-               Attribute::make_float("alpha", g.alpha), Attribute::make_float("beta", g.beta)},
-              {false, constant_b, constant_b});
+      make_case("Gemm", {a, b},
+                {Attribute::make_int("transA", g.ta), Attribute::make_int("transB", g.tb),
+                 Attribute::make_float("alpha", g.alpha), Attribute::make_float("beta", g.beta)},
+                1, {false, constant_b, constant_b});
   std::vector<double> cd;
   std::vector<int64_t> cs = g.c;
   if (!g.c.empty()) {
@@ -230,7 +196,7 @@ TEST(MatMulIntegerKernel, MatchesReference) {
       for (double& v : ad) v -= to_doubles(azp)[0];
       for (size_t i = 0; i < bd.size(); ++i) bd[i] -= to_doubles(bzp)[i % 3];
       auto [shape, expected] = reference_matmul(s.a, ad, s.b, bd);
-      ir::Tensor y = run_op1(op_case("MatMulInteger", {a, b, azp, bzp}));
+      ir::Tensor y = run_op1(make_case("MatMulInteger", {a, b, azp, bzp}));
       EXPECT_TENSOR_NEAR(y, tensor_of(DType::Int32, shape, expected), 0, 0);
     }
   }
@@ -248,10 +214,10 @@ TEST(QLinearMatMulKernel, MatchesReference) {
     expected.push_back(std::clamp(
         std::nearbyint(static_cast<float>(v) * (0.0066f * 0.0039f / 0.0157f)) + 118.0, 0.0, 255.0));
   ir::Tensor y = run_op1(
-      op_case("QLinearMatMul",
-              {a, tensor_of(DType::Float32, {}, {0.0066}), tensor_of(DType::UInt8, {}, {113}), b,
-               tensor_of(DType::Float32, {}, {0.0039}), tensor_of(DType::UInt8, {}, {114}),
-               tensor_of(DType::Float32, {}, {0.0157}), tensor_of(DType::UInt8, {}, {118})}));
+      make_case("QLinearMatMul",
+                {a, tensor_of(DType::Float32, {}, {0.0066}), tensor_of(DType::UInt8, {}, {113}), b,
+                 tensor_of(DType::Float32, {}, {0.0039}), tensor_of(DType::UInt8, {}, {114}),
+                 tensor_of(DType::Float32, {}, {0.0157}), tensor_of(DType::UInt8, {}, {118})}));
   EXPECT_TENSOR_NEAR(y, tensor_of(DType::UInt8, shape, expected), 0, 1);
 }
 
@@ -268,7 +234,7 @@ std::vector<double> reference_einsum(const std::vector<std::string>& terms, cons
   for (auto& [c, s] : size) letters.push_back(c);
   shape.clear();
   for (char c : out) shape.push_back(size[c]);
-  std::vector<double> y(static_cast<size_t>(prod(shape)), 0.0);
+  std::vector<double> y(static_cast<size_t>(product(shape)), 0.0);
   std::vector<std::vector<double>> data;
   for (const auto& t : inputs) data.push_back(to_doubles(t));
   std::vector<int64_t> idx(letters.size(), 0);
@@ -328,7 +294,8 @@ TEST(EinsumKernel, MatchesBruteForce) {
     SCOPED_TRACE(c.equation);
     for (DType dt : {DType::Float32, DType::Float64, DType::Int64, DType::Float16}) {
       std::vector<ir::Tensor> inputs;
-      testing::OpCase oc = op_case("Einsum", {}, {Attribute::make_string("equation", c.equation)});
+      testing::OpCase oc =
+          make_case("Einsum", {}, {Attribute::make_string("equation", c.equation)});
       for (const auto& s : c.shapes) {
         inputs.push_back(random_tensor(dt, s, seed++, -3, 3));
         oc.inputs.push_back(inputs.back());
@@ -345,7 +312,7 @@ TEST(EinsumKernel, BadEquationsNameTheNode) {
   ir::Tensor a = random_tensor(DType::Float32, {3, 4}, 1);
   for (const char* eq : {"ij,jk->ik", "ijk->i", "i1->i", "ij->iz"}) {
     try {
-      run_op1(op_case("Einsum", {a}, {Attribute::make_string("equation", eq)}));
+      run_op1(make_case("Einsum", {a}, {Attribute::make_string("equation", eq)}));
       ADD_FAILURE() << "expected an error for " << eq;
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("node 'node'"), std::string::npos) << e.what();
@@ -381,13 +348,13 @@ TEST(DetKernel, MatchesCofactorExpansion) {
             n));
       std::vector<int64_t> out(shape.begin(), shape.end() - 2);
       double tol = dt == DType::Float16 ? 1e-2 : dt == DType::Float32 ? 1e-5 : 1e-12;
-      EXPECT_TENSOR_NEAR(run_op1(op_case("Det", {x})), tensor_of(dt, out, expected), tol, tol);
+      EXPECT_TENSOR_NEAR(run_op1(make_case("Det", {x})), tensor_of(dt, out, expected), tol, tol);
     }
   }
   // A singular matrix has determinant 0.
   ir::Tensor s = tensor_of(DType::Float32, {2, 2}, {1, 2, 2, 4});
-  EXPECT_TENSOR_NEAR(run_op1(op_case("Det", {s})), tensor_of(DType::Float32, {}, {0}), 0, 1e-6);
+  EXPECT_TENSOR_NEAR(run_op1(make_case("Det", {s})), tensor_of(DType::Float32, {}, {0}), 0, 1e-6);
 }
 
 }  // namespace
-}  // namespace switchyard
+}  // namespace switchyard::testing

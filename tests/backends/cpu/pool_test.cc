@@ -3,44 +3,12 @@
 
 #include <cmath>
 #include <limits>
-#include <numeric>
 
 #include "ir/check.h"
 #include "support/op_test_util.h"
 
-namespace switchyard {
+namespace switchyard::testing {
 namespace {
-
-using ir::Attribute;
-using ir::DType;
-using testing::random_tensor;
-using testing::run_op;
-using testing::run_op1;
-using testing::tensor_of;
-using testing::to_doubles;
-
-testing::OpCase op_case(std::string op, std::vector<std::optional<ir::Tensor>> inputs,
-                        std::vector<Attribute> attributes = {}, int outputs = 1) {
-  testing::OpCase c;
-  c.op = std::move(op);
-  c.inputs = std::move(inputs);
-  c.attributes = std::move(attributes);
-  c.num_outputs = outputs;
-  return c;
-}
-
-int64_t prod(const std::vector<int64_t>& v) {
-  return std::accumulate(v.begin(), v.end(), int64_t{1}, std::multiplies<int64_t>());
-}
-
-std::vector<int64_t> coords(int64_t i, const std::vector<int64_t>& dims) {
-  std::vector<int64_t> c(dims.size());
-  for (size_t k = dims.size(); k-- > 0;) {
-    c[k] = i % dims[k];
-    i /= dims[k];
-  }
-  return c;
-}
 
 struct PoolCase {
   std::vector<int64_t> x = {};
@@ -95,15 +63,15 @@ PoolResult reference_pool(const PoolCase& c, const std::vector<double>& x, Kind 
   PoolResult r;
   r.shape = {c.x[0], c.x[1]};
   r.shape.insert(r.shape.end(), out.begin(), out.end());
-  int64_t planes = c.x[0] * c.x[1], in_size = prod(in), out_size = prod(out);
-  int64_t ksize = prod(c.kernel);
+  int64_t planes = c.x[0] * c.x[1], in_size = product(in), out_size = product(out);
+  int64_t ksize = product(c.kernel);
   for (int64_t pl = 0; pl < planes; ++pl)
     for (int64_t o = 0; o < out_size; ++o) {
-      std::vector<int64_t> oc = coords(o, out);
+      std::vector<int64_t> oc = unravel(o, out);
       double best = -std::numeric_limits<double>::infinity(), sum = 0;
       int64_t best_off = 0, best_col = 0, count = 0;
       for (int64_t k = 0; k < ksize; ++k) {
-        std::vector<int64_t> kc = coords(k, c.kernel);
+        std::vector<int64_t> kc = unravel(k, c.kernel);
         bool inside = true, in_pads = true;
         int64_t off = 0, col = 0, col_stride = 1;
         for (size_t i = 0; i < n; ++i) {
@@ -169,11 +137,11 @@ TEST(MaxPoolKernel, MatchesReferenceWithIndices) {
       double hi = dt == DType::UInt8 ? 256 : dt == DType::Int8 ? 128 : 1;
       ir::Tensor x = random_tensor(dt, c.x, seed++, lo, hi);
       PoolResult r = reference_pool(c, to_doubles(x), Kind::Max, 0);
-      EXPECT_TENSOR_NEAR(run_op1(op_case("MaxPool", {x}, pool_attrs(c))),
+      EXPECT_TENSOR_NEAR(run_op1(make_case("MaxPool", {x}, pool_attrs(c))),
                          tensor_of(dt, r.shape, r.values), 0, 0);
       if (dt == DType::Float32 || dt == DType::UInt8) {
         // Ties among uint8 values may pick another (equal) element, so compare gathered values.
-        auto outs = run_op(op_case("MaxPool", {x}, pool_attrs(c), 2));
+        auto outs = run_op(make_case("MaxPool", {x}, pool_attrs(c), 2));
         std::vector<double> idx = to_doubles(outs[1].tensor), xd = to_doubles(x);
         EXPECT_TENSOR_NEAR(outs[0].tensor, tensor_of(dt, r.shape, r.values), 0, 0);
         for (size_t i = 0; i < idx.size(); ++i) {
@@ -185,7 +153,7 @@ TEST(MaxPoolKernel, MatchesReferenceWithIndices) {
           EXPECT_TENSOR_NEAR(outs[1].tensor, tensor_of(DType::Int64, r.shape, r.indices), 0, 0);
           auto attrs = pool_attrs(c);
           attrs.push_back(Attribute::make_int("storage_order", 1));
-          auto col = run_op(op_case("MaxPool", {x}, attrs, 2));
+          auto col = run_op(make_case("MaxPool", {x}, attrs, 2));
           EXPECT_TENSOR_NEAR(col[1].tensor, tensor_of(DType::Int64, r.shape, r.indices_col), 0, 0);
         }
       }
@@ -204,7 +172,7 @@ TEST(AveragePoolKernel, MatchesReference) {
       auto attrs = pool_attrs(c);
       attrs.push_back(Attribute::make_int("count_include_pad", c.include_pad));
       double tol = dt == DType::Float16 ? 5e-3 : dt == DType::Float32 ? 1e-5 : 1e-12;
-      EXPECT_TENSOR_NEAR(run_op1(op_case("AveragePool", {x}, attrs)),
+      EXPECT_TENSOR_NEAR(run_op1(make_case("AveragePool", {x}, attrs)),
                          tensor_of(dt, r.shape, r.values), tol, tol);
     }
   }
@@ -218,7 +186,7 @@ TEST(LpPoolKernel, MatchesReference) {
       PoolResult r = reference_pool(c, to_doubles(x), Kind::Lp, p);
       auto attrs = pool_attrs(c);
       attrs.push_back(Attribute::make_int("p", p));
-      EXPECT_TENSOR_NEAR(run_op1(op_case("LpPool", {x}, attrs)),
+      EXPECT_TENSOR_NEAR(run_op1(make_case("LpPool", {x}, attrs)),
                          tensor_of(DType::Float32, r.shape, r.values), 1e-5, 1e-6);
     }
   }
@@ -230,7 +198,7 @@ TEST(GlobalPoolKernels, MatchReference) {
     for (DType dt : {DType::Float32, DType::Float64, DType::Float16}) {
       ir::Tensor x = random_tensor(dt, shape, 9);
       std::vector<double> xd = to_doubles(x);
-      int64_t planes = shape[0] * shape[1], size = prod(shape) / planes;
+      int64_t planes = shape[0] * shape[1], size = product(shape) / planes;
       std::vector<double> avg, mx, lp;
       for (int64_t pl = 0; pl < planes; ++pl) {
         double s = 0, m = -1e30, l = 0;
@@ -247,10 +215,10 @@ TEST(GlobalPoolKernels, MatchReference) {
       std::vector<int64_t> out = {shape[0], shape[1]};
       out.resize(shape.size(), 1);
       double tol = dt == DType::Float16 ? 5e-3 : 1e-5;
-      EXPECT_TENSOR_NEAR(run_op1(op_case("GlobalAveragePool", {x})), tensor_of(dt, out, avg), tol,
+      EXPECT_TENSOR_NEAR(run_op1(make_case("GlobalAveragePool", {x})), tensor_of(dt, out, avg), tol,
                          tol);
-      EXPECT_TENSOR_NEAR(run_op1(op_case("GlobalMaxPool", {x})), tensor_of(dt, out, mx), 0, 0);
-      EXPECT_TENSOR_NEAR(run_op1(op_case("GlobalLpPool", {x})), tensor_of(dt, out, lp), tol, tol);
+      EXPECT_TENSOR_NEAR(run_op1(make_case("GlobalMaxPool", {x})), tensor_of(dt, out, mx), 0, 0);
+      EXPECT_TENSOR_NEAR(run_op1(make_case("GlobalLpPool", {x})), tensor_of(dt, out, lp), tol, tol);
     }
   }
 }
@@ -260,7 +228,7 @@ TEST(PoolKernels, BadInputsNameTheNode) {
   for (auto attrs : {std::vector<Attribute>{Attribute::make_ints("kernel_shape", {5, 5})},
                      std::vector<Attribute>{Attribute::make_ints("kernel_shape", {2})}}) {
     try {
-      run_op1(op_case("MaxPool", {x}, attrs));
+      run_op1(make_case("MaxPool", {x}, attrs));
       ADD_FAILURE() << "expected an error";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("node 'node'"), std::string::npos) << e.what();
@@ -276,13 +244,13 @@ TEST(MaxUnpoolKernel, InvertsMaxPool) {
   for (const std::vector<int64_t>& out : {std::vector<int64_t>{}, {2, 3, 7, 8}}) {
     for (DType dt : {DType::Float32, DType::Float16}) {
       ir::Tensor x = random_tensor(dt, {2, 3, 6, 6}, 4);
-      auto pooled = run_op(op_case("MaxPool", {x}, attrs, 2));
+      auto pooled = run_op(make_case("MaxPool", {x}, attrs, 2));
       std::vector<std::optional<ir::Tensor>> inputs = {pooled[0].tensor, pooled[1].tensor};
       if (!out.empty()) inputs.push_back(testing::int64_tensor(out));
-      ir::Tensor y = run_op1(op_case("MaxUnpool", inputs, attrs));
+      ir::Tensor y = run_op1(make_case("MaxUnpool", inputs, attrs));
       std::vector<int64_t> shape = out.empty() ? std::vector<int64_t>{2, 3, 6, 6} : out;
       std::vector<double> xd = to_doubles(x), idx = to_doubles(pooled[1].tensor);
-      std::vector<double> want(static_cast<size_t>(prod(shape)), 0.0);
+      std::vector<double> want(static_cast<size_t>(product(shape)), 0.0);
       for (double i : idx) {
         int64_t flat = static_cast<int64_t>(i), plane = flat / 36, h = flat % 36 / 6, w = flat % 6;
         want[static_cast<size_t>((plane * shape[2] + h) * shape[3] + w)] =
@@ -293,11 +261,11 @@ TEST(MaxUnpoolKernel, InvertsMaxPool) {
   }
   // An out-of-range index is an error naming the node.
   ir::Tensor x = random_tensor(DType::Float32, {1, 1, 4, 4}, 4);
-  auto pooled = run_op(op_case("MaxPool", {x}, attrs, 2));
+  auto pooled = run_op(make_case("MaxPool", {x}, attrs, 2));
   ir::Tensor bad = pooled[1].tensor.clone();
   bad.data<int64_t>()[0] = 1000;
   try {
-    run_op1(op_case("MaxUnpool", {pooled[0].tensor, bad}, attrs));
+    run_op1(make_case("MaxUnpool", {pooled[0].tensor, bad}, attrs));
     ADD_FAILURE() << "expected an error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("node 'node'"), std::string::npos) << e.what();
@@ -336,13 +304,13 @@ TEST(MaxRoiPoolKernel, MatchesReference) {
           expected.push_back(m);
         }
   }
-  ir::Tensor y = run_op1(op_case("MaxRoiPool", {x, rois},
-                                 {Attribute::make_ints("pooled_shape", {ph_n, pw_n}),
-                                  Attribute::make_float("spatial_scale", 0.5f)}));
+  ir::Tensor y = run_op1(make_case("MaxRoiPool", {x, rois},
+                                   {Attribute::make_ints("pooled_shape", {ph_n, pw_n}),
+                                    Attribute::make_float("spatial_scale", 0.5f)}));
   EXPECT_TENSOR_NEAR(y, tensor_of(DType::Float32, {3, 3, ph_n, pw_n}, expected), 0, 0);
   ir::Tensor bad = tensor_of(DType::Float32, {1, 5}, {2, 0, 0, 1, 1});
   EXPECT_THROW(
-      run_op1(op_case("MaxRoiPool", {x, bad}, {Attribute::make_ints("pooled_shape", {1, 1})})),
+      run_op1(make_case("MaxRoiPool", {x, bad}, {Attribute::make_ints("pooled_shape", {1, 1})})),
       Error);
 }
 
@@ -423,7 +391,7 @@ TEST(RoiAlignKernel, MatchesReference) {
               }
           }
         }
-        ir::Tensor y = run_op1(op_case(
+        ir::Tensor y = run_op1(make_case(
             "RoiAlign", {x, rois, batch},
             {Attribute::make_string("mode", mode),
              Attribute::make_string("coordinate_transformation_mode", ctm),
@@ -434,10 +402,10 @@ TEST(RoiAlignKernel, MatchesReference) {
                            1e-5);
       }
   ir::Tensor x = random_tensor(DType::Float32, {1, 1, 4, 4}, 1);
-  EXPECT_THROW(run_op1(op_case("RoiAlign", {x, tensor_of(DType::Float32, {1, 4}, {0, 0, 1, 1}),
-                                            testing::int64_tensor({3})})),
+  EXPECT_THROW(run_op1(make_case("RoiAlign", {x, tensor_of(DType::Float32, {1, 4}, {0, 0, 1, 1}),
+                                              testing::int64_tensor({3})})),
                Error);
 }
 
 }  // namespace
-}  // namespace switchyard
+}  // namespace switchyard::testing

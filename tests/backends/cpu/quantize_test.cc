@@ -7,24 +7,12 @@
 #include "ir/check.h"
 #include "support/op_test_util.h"
 
-namespace switchyard {
+namespace switchyard::testing {
 namespace {
-
-using ir::Attribute;
-using ir::DType;
-using ir::Tensor;
-using testing::random_tensor;
-using testing::tensor_of;
-using testing::to_doubles;
 
 std::vector<ir::Datum> run(const std::string& op, std::vector<std::optional<Tensor>> inputs,
                            std::vector<Attribute> attrs = {}, int outputs = 1) {
-  testing::OpCase c;
-  c.op = op;
-  c.inputs = std::move(inputs);
-  c.attributes = std::move(attrs);
-  c.num_outputs = outputs;
-  return testing::run_op(c);
+  return run_op(make_case(op, std::move(inputs), std::move(attrs), outputs));
 }
 
 std::pair<double, double> range_of(DType d) {
@@ -169,4 +157,4 @@ TEST(DynamicQuantizeLinear, MatchesTheSpecFormula) {
 }
 
 }  // namespace
-}  // namespace switchyard
+}  // namespace switchyard::testing

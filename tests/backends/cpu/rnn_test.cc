@@ -7,14 +7,8 @@
 #include "ir/check.h"
 #include "support/op_test_util.h"
 
-namespace switchyard {
+namespace switchyard::testing {
 namespace {
-
-using ir::DType;
-using testing::OpCase;
-using testing::random_tensor;
-using testing::run_op;
-using testing::to_doubles;
 
 double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
@@ -379,4 +373,4 @@ TEST(RnnKernels, ErrorsNameTheNode) {
 }
 
 }  // namespace
-}  // namespace switchyard
+}  // namespace switchyard::testing

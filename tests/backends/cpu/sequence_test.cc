@@ -2,30 +2,17 @@
 // by hand (inputs may be sequences or optionals), run through the real pipeline.
 #include <gtest/gtest.h>
 
-#include "backends/cpu/cpu_kernels.h"
-#include "backends/executor.h"
 #include "ir/check.h"
-#include "ops/schema.h"
 #include "support/op_test_util.h"
 
-namespace switchyard {
+namespace switchyard::testing {
 namespace {
 
-using ir::DType;
-using testing::int64_tensor;
-using testing::random_tensor;
-
-// A graph of a few nodes with inputs of any value kind, run on the CPU with a poisoned pool.
-class GraphCase {
+// Sequence inputs are typed as sequences of tensors of unknown shape; nodes are named after
+// their op.
+class GraphCase : public testing::GraphCase {
  public:
-  ir::Graph& graph() { return *graph_; }
-  ir::Value* input(const std::string& name, ir::Type type, ir::Datum value) {
-    feeds_.push_back(std::move(value));
-    return graph_->add_input(name, std::move(type));
-  }
-  ir::Value* tensor(const std::string& name, const ir::Tensor& t) {
-    return input(name, ir::Type::tensor(t.dtype(), ir::make_shape(t.shape())), t);
-  }
+  GraphCase() : testing::GraphCase("test") {}
   ir::Value* sequence(const std::string& name, DType dtype, std::vector<ir::Tensor> items) {
     return input(name, ir::Type::sequence(ir::Type::tensor(dtype)),
                  ir::Datum::make_sequence(dtype, std::move(items)));
@@ -33,9 +20,9 @@ class GraphCase {
   ir::Node* node(const std::string& op, std::vector<ir::Value*> inputs,
                  std::vector<ir::Attribute> attrs = {}, int num_outputs = 1) {
     std::vector<std::string> outs;
-    std::string name = op + "_" + std::to_string(graph_->nodes().size());
+    std::string name = op + "_" + std::to_string(graph().nodes().size());
     for (int i = 0; i < num_outputs; ++i) outs.push_back(name + "_out" + std::to_string(i));
-    ir::Node* n = graph_->add_node(op, name, inputs, outs);
+    ir::Node* n = graph().add_node(op, name, inputs, outs);
     for (auto& a : attrs) n->set_attribute(std::move(a));
     return n;
   }
@@ -43,30 +30,9 @@ class GraphCase {
                 std::vector<ir::Attribute> attrs = {}) {
     return node(op, std::move(inputs), std::move(attrs))->output(0);
   }
-  std::vector<ir::Datum> run(std::vector<ir::Value*> outputs) {
-    for (ir::Value* v : outputs) graph_->add_output(v);
-    ops::infer_types(*graph_);
-    ir::verify(*graph_);
-    backends::GraphProgram program(*graph_, cpu::cpu_kernels());
-    backends::RunState state;
-    state.pool = backends::HostPool::create(/*poison=*/true);
-    state.num_threads = 2;
-    return program.run(feeds_, state);
-  }
-  ir::Datum run1(ir::Value* output) { return run({output})[0]; }
-
- private:
-  std::unique_ptr<ir::Graph> graph_ = std::make_unique<ir::Graph>("test");
-  std::vector<ir::Datum> feeds_;
 };
 
-ir::Tensor scalar_i64(int64_t v) {
-  ir::Tensor t(DType::Int64, {});
-  t.data<int64_t>()[0] = v;
-  return t;
-}
-
-ir::Tensor string_tensor(std::vector<int64_t> shape, uint64_t seed) {
+ir::Tensor seeded_strings(std::vector<int64_t> shape, uint64_t seed) {
   ir::Tensor t(DType::String, std::move(shape));
   for (int64_t i = 0; i < t.numel(); ++i)
     t.data<std::string>()[i] = "s" + std::to_string(seed * 1000 + static_cast<uint64_t>(i));
@@ -74,16 +40,8 @@ ir::Tensor string_tensor(std::vector<int64_t> shape, uint64_t seed) {
 }
 
 ir::Tensor make_random(DType dtype, std::vector<int64_t> shape, uint64_t seed) {
-  if (dtype == DType::String) return string_tensor(std::move(shape), seed);
+  if (dtype == DType::String) return seeded_strings(std::move(shape), seed);
   return random_tensor(dtype, std::move(shape), seed, -5, 5);
-}
-
-void expect_same(const ir::Tensor& a, const ir::Tensor& e) { EXPECT_TENSOR_NEAR(a, e, 0, 0); }
-
-void expect_sequence(const ir::Datum& d, const std::vector<ir::Tensor>& expected) {
-  ASSERT_TRUE(d.is_sequence());
-  ASSERT_EQ(d.sequence.size(), expected.size());
-  for (size_t i = 0; i < expected.size(); ++i) expect_same(d.sequence[i], expected[i]);
 }
 
 // Reference: elements [start, start+len) of `axis`, as a fresh tensor.
@@ -114,17 +72,6 @@ ir::Tensor ref_slice(const ir::Tensor& x, size_t axis, int64_t start, int64_t le
   return out;
 }
 
-template <typename F>
-void expect_error(F&& f, ErrorCode code, const std::string& fragment) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an error containing '" << fragment << "'";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
-}
-
 class SequenceDtypes : public ::testing::TestWithParam<DType> {};
 
 TEST_P(SequenceDtypes, ConstructAtInsertEraseLength) {
@@ -138,13 +85,13 @@ TEST_P(SequenceDtypes, ConstructAtInsertEraseLength) {
   ir::Value* s = c.tensor("s", items[2]);
   ir::Value* x = c.tensor("x", extra);
   ir::Value* seq = c.op("SequenceConstruct", {a, b, s});
-  ir::Value* at_neg = c.op("SequenceAt", {seq, c.tensor("p_neg", scalar_i64(-2))});
+  ir::Value* at_neg = c.op("SequenceAt", {seq, c.tensor("p_neg", int64_scalar(-2))});
   ir::Tensor p1(DType::Int32, {1});
   p1.data<int32_t>()[0] = 1;
   ir::Value* inserted = c.op("SequenceInsert", {seq, x, c.tensor("p1", p1)});
   ir::Value* appended = c.op("SequenceInsert", {seq, x});
   ir::Value* erased_last = c.op("SequenceErase", {seq});
-  ir::Value* erased_first = c.op("SequenceErase", {seq, c.tensor("p_first", scalar_i64(-3))});
+  ir::Value* erased_first = c.op("SequenceErase", {seq, c.tensor("p_first", int64_scalar(-3))});
   ir::Value* length = c.op("SequenceLength", {inserted});
   auto out = c.run({seq, at_neg, inserted, appended, erased_last, erased_first, length});
   expect_sequence(out[0], items);
@@ -314,14 +261,15 @@ TEST(SequenceErrors, PositionsOutOfRange) {
   for (int64_t pos : {3, -4}) {
     GraphCase c;
     ir::Value* seq = c.sequence("seq", DType::Float32, {x, x, x});
-    ir::Value* at = c.op("SequenceAt", {seq, c.tensor("p", scalar_i64(pos))});
+    ir::Value* at = c.op("SequenceAt", {seq, c.tensor("p", int64_scalar(pos))});
     expect_error([&] { c.run1(at); }, ErrorCode::InvalidArgument,
                  "[SequenceAt] node 'SequenceAt_0': position " + std::to_string(pos));
   }
   {
     GraphCase c;
     ir::Value* seq = c.sequence("seq", DType::Float32, {x});
-    ir::Value* ins = c.op("SequenceInsert", {seq, c.tensor("x", x), c.tensor("p", scalar_i64(2))});
+    ir::Value* ins =
+        c.op("SequenceInsert", {seq, c.tensor("x", x), c.tensor("p", int64_scalar(2))});
     expect_error([&] { c.run1(ins); }, ErrorCode::InvalidArgument, "position 2 is out of range");
   }
   {
@@ -378,4 +326,4 @@ TEST(SequenceErrors, DtypeAndShapeMismatches) {
 }
 
 }  // namespace
-}  // namespace switchyard
+}  // namespace switchyard::testing

@@ -7,43 +7,10 @@
 #include "ir/check.h"
 #include "support/op_test_util.h"
 
-namespace switchyard {
+namespace switchyard::testing {
 namespace {
 
-using ir::Attribute;
-using ir::DType;
-using ir::Tensor;
-using testing::int64_tensor;
-using testing::OpCase;
-using testing::random_tensor;
-using testing::run_op;
-using testing::run_op1;
-using testing::tensor_of;
-
 using Index = std::vector<int64_t>;
-
-Index strides(const Index& shape) {
-  Index s(shape.size(), 1);
-  for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; --i)
-    s[static_cast<size_t>(i)] = s[static_cast<size_t>(i) + 1] * shape[static_cast<size_t>(i) + 1];
-  return s;
-}
-
-Index unravel(int64_t linear, const Index& shape) {
-  Index idx(shape.size());
-  for (int64_t k = static_cast<int64_t>(shape.size()) - 1; k >= 0; --k) {
-    idx[static_cast<size_t>(k)] = linear % shape[static_cast<size_t>(k)];
-    linear /= shape[static_cast<size_t>(k)];
-  }
-  return idx;
-}
-
-int64_t ravel(const Index& idx, const Index& shape) {
-  int64_t off = 0;
-  Index s = strides(shape);
-  for (size_t k = 0; k < idx.size(); ++k) off += idx[k] * s[k];
-  return off;
-}
 
 // Expected output: element at index i is in[src(i)], or the fill (zero bytes / "") when -1.
 Tensor reference(const Tensor& in, const Index& out_shape,
@@ -65,37 +32,13 @@ Tensor reference(const Tensor& in, const Index& out_shape,
   return out;
 }
 
-Tensor random_strings(Index shape, uint64_t seed) {
-  Tensor ints = random_tensor(DType::Int32, shape, seed, 0, 50);
-  Tensor t(DType::String, shape);
-  for (int64_t i = 0; i < t.numel(); ++i)
-    t.data<std::string>()[i] = "s" + std::to_string(ints.data<int32_t>()[i]);
-  return t;
-}
-
-Tensor random_any(DType dtype, Index shape, uint64_t seed) {
-  if (dtype == DType::String) return random_strings(shape, seed);
-  return random_tensor(dtype, shape, seed, -50, 50);
-}
-
 const std::vector<DType> kMoveDtypes = {DType::Float32, DType::Float16, DType::Int64,
                                         DType::Int8,    DType::Bool,    DType::String};
-
-void expect_error_naming_node(const OpCase& c, const std::string& fragment) {
-  try {
-    run_op(c);
-    ADD_FAILURE() << "expected an error containing '" << fragment << "'";
-  } catch (const Error& e) {
-    std::string msg = e.what();
-    EXPECT_NE(msg.find("node 'node'"), std::string::npos) << msg;
-    EXPECT_NE(msg.find(fragment), std::string::npos) << msg;
-  }
-}
 
 TEST(ShapeKernels, ConstantAndConstantOfShape) {
   Tensor v = random_tensor(DType::Float32, {2, 3}, 1);
   EXPECT_TENSOR_NEAR(run_op1({"Constant", {}, {Attribute::make_tensor("value", v)}}), v, 0, 0);
-  Tensor s = random_strings({3}, 2);
+  Tensor s = random_any(DType::String, {3}, 2);
   EXPECT_TENSOR_NEAR(run_op1({"Constant", {}, {Attribute::make_tensor("value", s)}}), s, 0, 0);
 
   Tensor seven = tensor_of(DType::Int32, {1}, {7});
@@ -389,7 +332,8 @@ TEST(ShapeKernels, PadAllModes) {
       Tensor x = random_any(dt, {3, 4, 5}, seed++);
       std::vector<int64_t> pads = {1, 0, 2, 2, 3, -1};
       Index out_shape{3 + 1 + 2, 4 + 0 + 3, 5 + 2 - 1};
-      Tensor fill = dt == DType::String ? random_strings({}, seed++) : tensor_of(dt, {}, {7});
+      Tensor fill =
+          dt == DType::String ? random_any(DType::String, {}, seed++) : tensor_of(dt, {}, {7});
       std::vector<std::optional<Tensor>> inputs = {x, int64_tensor(pads)};
       if (mode == "constant") inputs.push_back(fill);
       Tensor out = run_op1({"Pad", inputs, {Attribute::make_string("mode", mode)}});
@@ -555,4 +499,4 @@ TEST(ShapeKernels, ReverseSequenceAndCenterCropPad) {
 }
 
 }  // namespace
-}  // namespace switchyard
+}  // namespace switchyard::testing

@@ -8,48 +8,13 @@
 #include "ir/check.h"
 #include "support/op_test_util.h"
 
-namespace switchyard {
+namespace switchyard::testing {
 namespace {
 
-using ir::Attribute;
-using ir::DType;
-using testing::OpCase;
-using testing::run_op;
-using testing::run_op1;
-using testing::to_doubles;
-
-OpCase make_case(std::string op, std::vector<std::optional<ir::Tensor>> inputs,
-                 std::vector<Attribute> attributes = {}) {
-  OpCase c;
-  c.op = std::move(op);
-  c.inputs = std::move(inputs);
-  c.attributes = std::move(attributes);
-  return c;
-}
-
-ir::Tensor strings(std::vector<int64_t> shape, const std::vector<std::string>& values) {
-  ir::Tensor t(DType::String, std::move(shape));
-  EXPECT_EQ(static_cast<size_t>(t.numel()), values.size());
-  std::copy(values.begin(), values.end(), t.data<std::string>());
-  return t;
-}
-
-std::vector<std::string> values_of(const ir::Tensor& t) {
-  return {t.data<std::string>(), t.data<std::string>() + t.numel()};
-}
-
-Attribute strings_attr(const std::string& name, std::vector<std::string> v) {
-  Attribute a;
-  a.name = name;
-  a.kind = Attribute::Kind::Strings;
-  a.strings = std::move(v);
-  return a;
-}
-
 TEST(StringNormalizerKernel, StopwordsAndCase) {
-  ir::Tensor x = strings({6}, {"Monday", "tuesday", "MONDAY", "Ünïcode", "straße", "Ωmega"});
+  ir::Tensor x = string_tensor({6}, {"Monday", "tuesday", "MONDAY", "Ünïcode", "straße", "Ωmega"});
   auto run = [&](std::vector<Attribute> attrs, const ir::Tensor& in) {
-    return values_of(run_op1(make_case("StringNormalizer", {in}, std::move(attrs))));
+    return string_values(run_op1(make_case("StringNormalizer", {in}, std::move(attrs))));
   };
   EXPECT_EQ(run({strings_attr("stopwords", {"monday"})}, x),
             (std::vector<std::string>{"tuesday", "Ünïcode", "straße", "Ωmega"}));
@@ -61,21 +26,21 @@ TEST(StringNormalizerKernel, StopwordsAndCase) {
   EXPECT_EQ(
       run({Attribute::make_string("case_change_action", "LOWER")}, x),
       (std::vector<std::string>{"monday", "tuesday", "monday", "ünïcode", "straße", "ωmega"}));
-  ir::Tensor two_d = strings({1, 3}, {"a", "b", "a"});
+  ir::Tensor two_d = string_tensor({1, 3}, {"a", "b", "a"});
   ir::Tensor all_gone =
       run_op1(make_case("StringNormalizer", {two_d}, {strings_attr("stopwords", {"A", "B"})}));
   EXPECT_EQ(all_gone.shape(), (std::vector<int64_t>{1, 1}));
-  EXPECT_EQ(values_of(all_gone), (std::vector<std::string>{""}));
+  EXPECT_EQ(string_values(all_gone), (std::vector<std::string>{""}));
   // Invalid UTF-8 passes through unchanged.
-  ir::Tensor bad = strings({1}, {std::string("a\xC3", 2)});
+  ir::Tensor bad = string_tensor({1}, {std::string("a\xC3", 2)});
   EXPECT_EQ(run({Attribute::make_string("case_change_action", "UPPER")}, bad),
             (std::vector<std::string>{std::string("A\xC3", 2)}));
   EXPECT_THROW(run({Attribute::make_string("case_change_action", "TITLE")}, x), Error);
-  EXPECT_THROW(run({}, strings({2, 2}, {"a", "b", "c", "d"})), Error);
+  EXPECT_THROW(run({}, string_tensor({2, 2}, {"a", "b", "c", "d"})), Error);
 }
 
 TEST(StringNormalizerKernel, UnsupportedLocaleIsRefusedAtPlacement) {
-  OpCase oc = make_case("StringNormalizer", {strings({1}, {"x"})},
+  OpCase oc = make_case("StringNormalizer", {string_tensor({1}, {"x"})},
                         {Attribute::make_string("locale", "tr_TR")});
   auto g = testing::build_op_graph(oc);
   backends::Support s = cpu::cpu_kernels().supports(*g->nodes()[0]);
@@ -160,7 +125,7 @@ TEST(TfIdfVectorizerKernel, RandomRowsAllModes) {
 }
 
 TEST(TfIdfVectorizerKernel, StringPoolAndOneDimensional) {
-  ir::Tensor x = strings({7}, {"the", "cat", "sat", "on", "the", "cat", "mat"});
+  ir::Tensor x = string_tensor({7}, {"the", "cat", "sat", "on", "the", "cat", "mat"});
   OpCase oc = make_case(
       "TfIdfVectorizer", {x},
       {Attribute::make_string("mode", "TFIDF"), Attribute::make_int("min_gram_length", 1),
@@ -180,14 +145,15 @@ TEST(TfIdfVectorizerKernel, StringPoolAndOneDimensional) {
 }
 
 TEST(RegexFullMatchKernel, MatchesWholeStrings) {
-  ir::Tensor x = strings({2, 2}, {"www.google.com", "www.facebook.com", "google", "x.google.com"});
+  ir::Tensor x =
+      string_tensor({2, 2}, {"www.google.com", "www.facebook.com", "google", "x.google.com"});
   ir::Tensor y = run_op1(make_case(
       "RegexFullMatch", {x}, {Attribute::make_string("pattern", R"(www\.[\w.-]+\.\bcom\b)")}));
   EXPECT_EQ(y.dtype(), DType::Bool);
   EXPECT_EQ(y.shape(), (std::vector<int64_t>{2, 2}));
   EXPECT_EQ(to_doubles(y), (std::vector<double>{1, 1, 0, 0}));
   // Long inputs do not exhaust the stack.
-  ir::Tensor big = strings({1}, {std::string(200000, 'a') + "b"});
+  ir::Tensor big = string_tensor({1}, {std::string(200000, 'a') + "b"});
   EXPECT_EQ(to_doubles(run_op1(make_case("RegexFullMatch", {big},
                                          {Attribute::make_string("pattern", "(a|c)*b")}))),
             (std::vector<double>{1}));
@@ -195,7 +161,7 @@ TEST(RegexFullMatchKernel, MatchesWholeStrings) {
 
 TEST(RegexFullMatchKernel, InvalidPatternIsRefusedAtPlacement) {
   for (std::string pattern : {"(unclosed", R"((a)\1)"}) {
-    auto g = testing::build_op_graph(make_case("RegexFullMatch", {strings({1}, {"a"})},
+    auto g = testing::build_op_graph(make_case("RegexFullMatch", {string_tensor({1}, {"a"})},
                                                {Attribute::make_string("pattern", pattern)}));
     backends::Support s = cpu::cpu_kernels().supports(*g->nodes()[0]);
     EXPECT_FALSE(s.ok) << pattern;
@@ -204,19 +170,19 @@ TEST(RegexFullMatchKernel, InvalidPatternIsRefusedAtPlacement) {
 }
 
 TEST(StringConcatKernel, Broadcasts) {
-  ir::Tensor a = strings({2, 1}, {"a", "bb"});
-  ir::Tensor b = strings({3}, {"x", "", "zz"});
+  ir::Tensor a = string_tensor({2, 1}, {"a", "bb"});
+  ir::Tensor b = string_tensor({3}, {"x", "", "zz"});
   ir::Tensor y = run_op1(make_case("StringConcat", {a, b}));
   EXPECT_EQ(y.shape(), (std::vector<int64_t>{2, 3}));
-  EXPECT_EQ(values_of(y), (std::vector<std::string>{"ax", "a", "azz", "bbx", "bb", "bbzz"}));
-  ir::Tensor s = strings({}, {"!"});
-  EXPECT_EQ(values_of(run_op1(make_case("StringConcat", {b, s}))),
+  EXPECT_EQ(string_values(y), (std::vector<std::string>{"ax", "a", "azz", "bbx", "bb", "bbzz"}));
+  ir::Tensor s = string_tensor({}, {"!"});
+  EXPECT_EQ(string_values(run_op1(make_case("StringConcat", {b, s}))),
             (std::vector<std::string>{"x!", "!", "zz!"}));
-  EXPECT_THROW(run_op(make_case("StringConcat", {strings({2}, {"a", "b"}), b})), Error);
+  EXPECT_THROW(run_op(make_case("StringConcat", {string_tensor({2}, {"a", "b"}), b})), Error);
 }
 
 TEST(StringSplitKernel, WhitespaceDelimiterAndMaxsplit) {
-  ir::Tensor x = strings({2, 2}, {"  hello  world ", "", "a,b,,c", "one"});
+  ir::Tensor x = string_tensor({2, 2}, {"  hello  world ", "", "a,b,,c", "one"});
   auto run = [&](std::vector<Attribute> attrs) {
     OpCase oc = make_case("StringSplit", {x}, std::move(attrs));
     oc.num_outputs = 2;
@@ -224,19 +190,19 @@ TEST(StringSplitKernel, WhitespaceDelimiterAndMaxsplit) {
   };
   auto out = run({});
   EXPECT_EQ(out[0].tensor.shape(), (std::vector<int64_t>{2, 2, 2}));
-  EXPECT_EQ(values_of(out[0].tensor),
+  EXPECT_EQ(string_values(out[0].tensor),
             (std::vector<std::string>{"hello", "world", "", "", "a,b,,c", "", "one", ""}));
   EXPECT_EQ(to_doubles(out[1].tensor), (std::vector<double>{2, 0, 1, 1}));
   out = run({Attribute::make_string("delimiter", ",")});
   EXPECT_EQ(out[0].tensor.shape(), (std::vector<int64_t>{2, 2, 4}));
   EXPECT_EQ(to_doubles(out[1].tensor), (std::vector<double>{1, 1, 4, 1}));
-  EXPECT_EQ(values_of(out[0].tensor)[8], "a");
-  EXPECT_EQ(values_of(out[0].tensor)[10], "");
+  EXPECT_EQ(string_values(out[0].tensor)[8], "a");
+  EXPECT_EQ(string_values(out[0].tensor)[10], "");
   out = run({Attribute::make_string("delimiter", ","), Attribute::make_int("maxsplit", 1)});
-  EXPECT_EQ(values_of(out[0].tensor)[5], "b,,c");
+  EXPECT_EQ(string_values(out[0].tensor)[5], "b,,c");
   out = run({Attribute::make_int("maxsplit", 1)});
-  EXPECT_EQ(values_of(out[0].tensor)[1], "world ");
+  EXPECT_EQ(string_values(out[0].tensor)[1], "world ");
 }
 
 }  // namespace
-}  // namespace switchyard
+}  // namespace switchyard::testing

@@ -27,6 +27,26 @@ dnnl::memory::dims swapped_strides(const std::vector<int64_t>& logical, size_t f
   return dnnl::memory::dims(ps.begin(), ps.end());
 }
 
+// For each output position and kernel position (row-major, out_size x kernel_size entries), the
+// flat input spatial offset they read: input_index(s, o, k) gives the input index along spatial
+// dim s for output index o and kernel index k, or -1 where that falls outside the input.
+template <typename InputIndex>
+std::vector<int64_t> window_offsets(const ConvDims& d, InputIndex input_index) {
+  std::vector<int64_t> offsets(static_cast<size_t>(d.out_size() * d.kernel_size()));
+  const std::vector<int64_t> in_strides = strides_of(d.in);
+  for_each_window_tap(
+      d.out, d.kernel,
+      [&](int64_t tap, const std::vector<int64_t>& oc, const std::vector<int64_t>& kc) {
+        int64_t off = 0;
+        for (size_t s = 0; s < oc.size() && off >= 0; ++s) {
+          int64_t i = input_index(s, oc[s], kc[s]);
+          off = i < 0 ? -1 : off + i * in_strides[s];
+        }
+        offsets[static_cast<size_t>(tap)] = off;
+      });
+  return offsets;
+}
+
 }  // namespace
 
 int64_t ConvDims::in_size() const { return product(in); }
@@ -72,32 +92,17 @@ ConvDims forward_conv_dims(const backends::KernelContext& ctx, const ir::Tensor&
   return d;
 }
 
+int64_t read_group(const ir::Node& node) {
+  int64_t group = node.attr_int("group", 1);
+  SY_CHECK(group >= 1, InvalidModel, "{}: group must be >= 1, got {}", node.describe(), group);
+  return group;
+}
+
 std::vector<int64_t> conv_input_offsets(const ConvDims& d) {
-  const size_t rank = d.in.size();
-  const int64_t out_size = d.out_size(), ksize = d.kernel_size();
-  std::vector<int64_t> offsets(static_cast<size_t>(out_size * ksize));
-  std::vector<int64_t> in_strides = strides_of(d.in);
-  std::vector<int64_t> oc(rank, 0);
-  for (int64_t p = 0; p < out_size; ++p) {
-    std::vector<int64_t> kc(rank, 0);
-    for (int64_t k = 0; k < ksize; ++k) {
-      int64_t off = 0;
-      for (size_t s = 0; s < rank && off >= 0; ++s) {
-        int64_t i = oc[s] * d.strides[s] - d.pad_begin[s] + kc[s] * d.dilations[s];
-        off = (i < 0 || i >= d.in[s]) ? -1 : off + i * in_strides[s];
-      }
-      offsets[static_cast<size_t>(p * ksize + k)] = off;
-      for (size_t s = rank; s-- > 0;) {
-        if (++kc[s] < d.kernel[s]) break;
-        kc[s] = 0;
-      }
-    }
-    for (size_t s = rank; s-- > 0;) {
-      if (++oc[s] < d.out[s]) break;
-      oc[s] = 0;
-    }
-  }
-  return offsets;
+  return window_offsets(d, [&](size_t s, int64_t o, int64_t k) -> int64_t {
+    int64_t i = o * d.strides[s] - d.pad_begin[s] + k * d.dilations[s];
+    return (i < 0 || i >= d.in[s]) ? -1 : i;
+  });
 }
 
 namespace {
@@ -113,6 +118,7 @@ struct DnnlConvPlan {
   dnnl::memory packed_weights;                  // weights_md copy of constant weights (else empty)
 };
 
+// A conv-family call's dims and, where oneDNN takes it, its oneDNN plan.
 struct ConvPlan {
   ConvDims dims;
   std::shared_ptr<DnnlConvPlan> dnnl;  // nullptr: the direct loop runs
@@ -183,13 +189,35 @@ std::shared_ptr<DnnlConvPlan> finish_plan(const typename Primitive::primitive_de
   return plan;
 }
 
-class ConvKernel : public backends::Kernel {
+// The float32 oneDNN descriptors and window of a conv-family call: plain src [N, C, in...] and
+// dst, weights of `wdims` in any layout, bias (empty when absent), and oneDNN's strides,
+// zero-based dilations and pads.
+struct DnnlConvArgs {
+  dnnl::memory::desc src, dst, weights_any, bias;
+  dnnl::memory::dims strides, dilations, pad_begin, pad_end;
+};
+
+DnnlConvArgs dnnl_conv_args(const ConvDims& d, const std::vector<int64_t>& x_shape,
+                            const std::vector<int64_t>& wdims, bool has_bias) {
+  using dt = dnnl::memory::data_type;
+  DnnlConvArgs args;
+  args.src = plain_desc(x_shape, dt::f32);
+  args.dst = plain_desc(d.out_shape(), dt::f32);
+  args.weights_any = dnnl::memory::desc(dnnl_dims(wdims), dt::f32, dnnl::memory::format_tag::any);
+  if (has_bias) args.bias = plain_desc({d.out_channels}, dt::f32);
+  args.strides = dnnl_dims(d.strides);
+  for (int64_t v : d.dilations) args.dilations.push_back(v - 1);
+  args.pad_begin = dnnl_dims(d.pad_begin);
+  args.pad_end = dnnl_dims(d.pad_end);
+  return args;
+}
+
+// Conv and ConvTranspose: X, W and optional B of X's dtype; a plan per shape signature; oneDNN
+// where the plan has it, else the subclass's direct loop.
+class ConvFamilyKernel : public backends::Kernel {
  public:
-  explicit ConvKernel(const backends::KernelInit& init)
-      : group_(init.node.attr_int("group", 1)), constant_weights_(input_is_constant(init.node, 1)) {
-    SY_CHECK(group_ >= 1, InvalidModel, "{}: group must be >= 1, got {}", init.node.describe(),
-             group_);
-  }
+  explicit ConvFamilyKernel(const backends::KernelInit& init)
+      : group_(read_group(init.node)), constant_weights_(input_is_constant(init.node, 1)) {}
 
   void run(backends::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
@@ -202,13 +230,39 @@ class ConvKernel : public backends::Kernel {
     key.push_back(b ? b->numel() : -1);
     OmpThreadScope threads(ctx.num_threads());
     auto plan = cache_.get(key, [&] { return make_plan(ctx, x, w, b); });
-    const ConvDims& d = plan->dims;
-    ir::Tensor& y = ctx.allocate_output(0, x.dtype(), d.out_shape());
+    ir::Tensor& y = ctx.allocate_output(0, x.dtype(), plan->dims.out_shape());
     if (y.numel() == 0) return;
     if (plan->dnnl) {
       run_dnnl_plan(ctx, *plan->dnnl, x, w, b, y);
       return;
     }
+    run_direct(ctx, plan->dims, x, w, b, y);
+  }
+
+ protected:
+  // The dims of a call (failing on bad shapes) and, where oneDNN takes it, its oneDNN plan.
+  virtual std::shared_ptr<const ConvPlan> make_plan(const backends::KernelContext& ctx,
+                                                    const ir::Tensor& x, const ir::Tensor& w,
+                                                    const ir::Tensor* b) const = 0;
+  // The direct loop for what oneDNN does not run.
+  virtual void run_direct(const backends::KernelContext& ctx, const ConvDims& d,
+                          const ir::Tensor& x, const ir::Tensor& w, const ir::Tensor* b,
+                          ir::Tensor& y) const = 0;
+
+  int64_t group_;
+  bool constant_weights_;
+
+ private:
+  PlanCache<ConvPlan> cache_;
+};
+
+class ConvKernel : public ConvFamilyKernel {
+ public:
+  using ConvFamilyKernel::ConvFamilyKernel;
+
+ private:
+  void run_direct(const backends::KernelContext& ctx, const ConvDims& d, const ir::Tensor& x,
+                  const ir::Tensor& w, const ir::Tensor* b, ir::Tensor& y) const override {
     dispatch(FloatTypes{}, x.dtype(), ctx.node(), [&](auto tag) {
       using T = decltype(tag);
       using C = compute_t<T>;
@@ -227,9 +281,9 @@ class ConvKernel : public backends::Kernel {
     });
   }
 
- private:
   std::shared_ptr<const ConvPlan> make_plan(const backends::KernelContext& ctx, const ir::Tensor& x,
-                                            const ir::Tensor& w, const ir::Tensor* b) const {
+                                            const ir::Tensor& w,
+                                            const ir::Tensor* b) const override {
     auto plan = std::make_shared<ConvPlan>();
     plan->dims = forward_conv_dims(ctx, x, w, group_);
     const ConvDims& d = plan->dims;
@@ -239,133 +293,62 @@ class ConvKernel : public backends::Kernel {
     size_t spatial = d.in.size();
     if (x.dtype() != DType::Float32 || spatial > 3 || x.numel() == 0 || product(d.out_shape()) == 0)
       return plan;
-    using dt = dnnl::memory::data_type;
     std::vector<int64_t> wdims = w.shape();
     if (group_ > 1) {
       wdims[0] = group_;
       wdims.insert(wdims.begin() + 1, d.out_channels / group_);
     }
-    dnnl::memory::dims strides(d.strides.begin(), d.strides.end());
-    dnnl::memory::dims dil, pl(d.pad_begin.begin(), d.pad_begin.end()),
-        pr(d.pad_end.begin(), d.pad_end.end());
-    for (int64_t v : d.dilations) dil.push_back(v - 1);
     try {
-      dnnl::memory::desc src = plain_desc(x.shape(), dt::f32);
-      dnnl::memory::desc dst = plain_desc(d.out_shape(), dt::f32);
+      DnnlConvArgs a = dnnl_conv_args(d, x.shape(), wdims, b != nullptr);
       // Spatial kernels run markedly faster (reorders included) on oneDNN's blocked
       // activation layouts; 1x1 kernels are plain GEMMs on NCHW and stay there.
       bool blocked = d.kernel_size() > 1;
       auto any_of = [](const dnnl::memory::desc& md) {
         return dnnl::memory::desc(md.dims(), md.data_type(), dnnl::memory::format_tag::any);
       };
-      dnnl::memory::desc wany(dnnl_dims(wdims), dt::f32, dnnl::memory::format_tag::any);
-      dnnl::memory::desc bias = b ? plain_desc({d.out_channels}, dt::f32) : dnnl::memory::desc();
-      dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference,
-                                           dnnl::algorithm::convolution_direct,
-                                           blocked ? any_of(src) : src, wany, bias,
-                                           blocked ? any_of(dst) : dst, strides, dil, pl, pr);
+      dnnl::convolution_forward::desc desc(
+          dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+          blocked ? any_of(a.src) : a.src, a.weights_any, a.bias, blocked ? any_of(a.dst) : a.dst,
+          a.strides, a.dilations, a.pad_begin, a.pad_end);
       dnnl::convolution_forward::primitive_desc pd(desc, dnnl_engine());
-      plan->dnnl = finish_plan<dnnl::convolution_forward>(pd, src, dst, plain_desc(wdims, dt::f32),
-                                                          w, constant_weights_);
+      plan->dnnl = finish_plan<dnnl::convolution_forward>(
+          pd, a.src, a.dst, plain_desc(wdims, dnnl::memory::data_type::f32), w, constant_weights_);
     } catch (const dnnl::error&) {
       plan->dnnl = nullptr;  // oneDNN declines this shape: the direct loop covers it
     }
     return plan;
   }
-
-  int64_t group_;
-  bool constant_weights_;
-  PlanCache<ConvPlan> cache_;
 };
 
-// Concrete dims of one ConvTranspose call; pads may be negative at the end (output_shape larger
-// than the full result), where the extra outputs get only the bias.
-struct DeconvDims {
-  int64_t batch = 0, in_channels = 0, out_channels = 0, group = 1;
-  std::vector<int64_t> in, kernel, out, strides, dilations, pad_begin, pad_end;
-  std::vector<int64_t> out_shape() const {
-    std::vector<int64_t> s = {batch, out_channels};
-    s.insert(s.end(), out.begin(), out.end());
-    return s;
-  }
-};
-
-struct DeconvPlan {
-  DeconvDims dims;
-  std::shared_ptr<DnnlConvPlan> dnnl;
-};
-
-class ConvTransposeKernel : public backends::Kernel {
+class ConvTransposeKernel : public ConvFamilyKernel {
  public:
   explicit ConvTransposeKernel(const backends::KernelInit& init)
-      : group_(init.node.attr_int("group", 1)),
+      : ConvFamilyKernel(init),
         output_padding_(init.node.attr_ints("output_padding", {})),
-        output_shape_(init.node.attr_ints("output_shape", {})),
-        constant_weights_(input_is_constant(init.node, 1)) {
-    SY_CHECK(group_ >= 1, InvalidModel, "{}: group must be >= 1, got {}", init.node.describe(),
-             group_);
-  }
+        output_shape_(init.node.attr_ints("output_shape", {})) {}
 
-  void run(backends::KernelContext& ctx) const override {
-    const ir::Tensor& x = ctx.input(0);
-    const ir::Tensor& w = ctx.input(1);
-    const ir::Tensor* b = ctx.has_input(2) ? &ctx.input(2) : nullptr;
-    if (w.dtype() != x.dtype() || (b && b->dtype() != x.dtype()))
-      ctx.fail("inputs must share X's dtype {}", ir::dtype_name(x.dtype()));
-    std::vector<int64_t> key = x.shape();
-    key.insert(key.end(), w.shape().begin(), w.shape().end());
-    key.push_back(b ? b->numel() : -1);
-    OmpThreadScope threads(ctx.num_threads());
-    auto plan = cache_.get(key, [&] { return make_plan(ctx, x, w, b); });
-    const DeconvDims& d = plan->dims;
-    ir::Tensor& y = ctx.allocate_output(0, x.dtype(), d.out_shape());
-    if (y.numel() == 0) return;
-    if (plan->dnnl) {
-      run_dnnl_plan(ctx, *plan->dnnl, x, w, b, y);
-      return;
-    }
+ private:
+  void run_direct(const backends::KernelContext& ctx, const ConvDims& d, const ir::Tensor& x,
+                  const ir::Tensor& w, const ir::Tensor* b, ir::Tensor& y) const override {
     dispatch(FloatTypes{}, x.dtype(), ctx.node(), [&](auto tag) {
       using T = decltype(tag);
       direct_deconv<T>(ctx, d, x.data<T>(), w.data<T>(), b ? b->data<T>() : nullptr, y.data<T>());
     });
   }
 
- private:
   template <typename T>
-  static void direct_deconv(const backends::KernelContext& ctx, const DeconvDims& d, const T* xp,
+  static void direct_deconv(const backends::KernelContext& ctx, const ConvDims& d, const T* xp,
                             const T* wp, const T* bp, T* yp) {
     using C = compute_t<T>;
-    const size_t rank = d.in.size();
-    const int64_t in_size = product(d.in), out_size = product(d.out);
-    const int64_t ksize = product(d.kernel);
+    const int64_t in_size = d.in_size(), out_size = d.out_size(), ksize = d.kernel_size();
     const int64_t cg = d.in_channels / d.group, mg = d.out_channels / d.group;
     // For each output position and kernel position: the input offset it gathers, or -1.
-    std::vector<int64_t> offsets(static_cast<size_t>(out_size * ksize));
-    std::vector<int64_t> in_strides = strides_of(d.in);
-    std::vector<int64_t> oc(rank, 0);
-    for (int64_t p = 0; p < out_size; ++p) {
-      std::vector<int64_t> kc(rank, 0);
-      for (int64_t k = 0; k < ksize; ++k) {
-        int64_t off = 0;
-        for (size_t s = 0; s < rank && off >= 0; ++s) {
-          int64_t v = oc[s] + d.pad_begin[s] - kc[s] * d.dilations[s];
-          if (v < 0 || v % d.strides[s] != 0 || v / d.strides[s] >= d.in[s]) {
-            off = -1;
-          } else {
-            off += v / d.strides[s] * in_strides[s];
-          }
-        }
-        offsets[static_cast<size_t>(p * ksize + k)] = off;
-        for (size_t s = rank; s-- > 0;) {
-          if (++kc[s] < d.kernel[s]) break;
-          kc[s] = 0;
-        }
-      }
-      for (size_t s = rank; s-- > 0;) {
-        if (++oc[s] < d.out[s]) break;
-        oc[s] = 0;
-      }
-    }
+    const std::vector<int64_t> offsets =
+        window_offsets(d, [&](size_t s, int64_t o, int64_t k) -> int64_t {
+          int64_t v = o + d.pad_begin[s] - k * d.dilations[s];
+          if (v < 0 || v % d.strides[s] != 0 || v / d.strides[s] >= d.in[s]) return -1;
+          return v / d.strides[s];
+        });
     int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, out_size * cg * ksize));
     parallel_for(d.batch * d.out_channels, grain, ctx.num_threads(), [&](int64_t lo, int64_t hi) {
       for (int64_t nm = lo; nm < hi; ++nm) {
@@ -388,11 +371,13 @@ class ConvTransposeKernel : public backends::Kernel {
     });
   }
 
-  std::shared_ptr<const DeconvPlan> make_plan(const backends::KernelContext& ctx,
-                                              const ir::Tensor& x, const ir::Tensor& w,
-                                              const ir::Tensor* b) const {
-    auto plan = std::make_shared<DeconvPlan>();
-    DeconvDims& d = plan->dims;
+  // The dims of a ConvTranspose call; pads may be negative at the end (output_shape larger than
+  // the full result), where the extra outputs get only the bias.
+  std::shared_ptr<const ConvPlan> make_plan(const backends::KernelContext& ctx, const ir::Tensor& x,
+                                            const ir::Tensor& w,
+                                            const ir::Tensor* b) const override {
+    auto plan = std::make_shared<ConvPlan>();
+    ConvDims& d = plan->dims;
     if (x.rank() < 3)
       ctx.fail("input X has shape {}, expected rank >= 3", ir::shape_to_string(x.shape()));
     if (w.rank() != x.rank())
@@ -452,7 +437,6 @@ class ConvTransposeKernel : public backends::Kernel {
       return plan;
     for (size_t i = 0; i < n; ++i)
       if (d.pad_end[i] < 0 || d.pad_begin[i] < 0) return plan;
-    using dt = dnnl::memory::data_type;
     // oneDNN's logical weights are [G, OC/G, IC/G, k...]; ONNX stores [IC, OC/G, k...].
     std::vector<int64_t> wdims = w.shape();
     dnnl::memory::dims user_strides;
@@ -464,33 +448,23 @@ class ConvTransposeKernel : public backends::Kernel {
       std::swap(wdims[0], wdims[1]);
       user_strides = swapped_strides(wdims, 0);
     }
-    dnnl::memory::dims strides(d.strides.begin(), d.strides.end());
-    dnnl::memory::dims dil, pl(d.pad_begin.begin(), d.pad_begin.end()),
-        pr(d.pad_end.begin(), d.pad_end.end());
-    for (int64_t v : d.dilations) dil.push_back(v - 1);
     try {
-      dnnl::memory::desc src = plain_desc(x.shape(), dt::f32);
-      dnnl::memory::desc dst = plain_desc(d.out_shape(), dt::f32);
-      dnnl::memory::desc wany(dnnl_dims(wdims), dt::f32, dnnl::memory::format_tag::any);
-      dnnl::memory::desc bias = b ? plain_desc({d.out_channels}, dt::f32) : dnnl::memory::desc();
-      dnnl::deconvolution_forward::desc desc(dnnl::prop_kind::forward_inference,
-                                             dnnl::algorithm::deconvolution_direct, src, wany, bias,
-                                             dst, strides, dil, pl, pr);
+      DnnlConvArgs a = dnnl_conv_args(d, x.shape(), wdims, b != nullptr);
+      dnnl::deconvolution_forward::desc desc(
+          dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct, a.src,
+          a.weights_any, a.bias, a.dst, a.strides, a.dilations, a.pad_begin, a.pad_end);
       dnnl::deconvolution_forward::primitive_desc pd(desc, dnnl_engine());
-      dnnl::memory::desc user_w(dnnl_dims(wdims), dt::f32, user_strides);
+      dnnl::memory::desc user_w(dnnl_dims(wdims), dnnl::memory::data_type::f32, user_strides);
       plan->dnnl =
-          finish_plan<dnnl::deconvolution_forward>(pd, src, dst, user_w, w, constant_weights_);
+          finish_plan<dnnl::deconvolution_forward>(pd, a.src, a.dst, user_w, w, constant_weights_);
     } catch (const dnnl::error&) {
       plan->dnnl = nullptr;  // oneDNN declines this shape: the direct loop covers it
     }
     return plan;
   }
 
-  int64_t group_;
   std::vector<int64_t> output_padding_;
   std::vector<int64_t> output_shape_;
-  bool constant_weights_;
-  PlanCache<DeconvPlan> cache_;
 };
 
 }  // namespace

@@ -23,6 +23,9 @@ struct ConvDims {
   std::vector<int64_t> out_shape() const;  ///< [N, M, out...]
 };
 
+/// The node's `group` attribute (default 1); throws InvalidModel naming the node when below 1.
+int64_t read_group(const ir::Node& node);
+
 /// Validates x [N, C, in...] and w [M, C/group, k...] against each other and the node's window
 /// attributes; fails (InvalidArgument naming the node) on mismatches.
 ConvDims forward_conv_dims(const backends::KernelContext& ctx, const ir::Tensor& x,

@@ -74,13 +74,18 @@ std::vector<float> read_scales(const backends::KernelContext& ctx, const ir::Ten
   return out;
 }
 
+// direct_conv over zero-point-shifted int32 inputs xs and weights ws.
+template <typename Finish>
+void shifted_conv(const ConvDims& d, int threads, const std::vector<int32_t>& xs,
+                  const std::vector<int32_t>& ws, Finish finish) {
+  direct_conv<int32_t>(
+      d, threads, [&](int64_t i) { return xs[static_cast<size_t>(i)]; },
+      [&](int64_t i) { return ws[static_cast<size_t>(i)]; }, finish);
+}
+
 class ConvIntegerKernel : public backends::Kernel {
  public:
-  explicit ConvIntegerKernel(const backends::KernelInit& init)
-      : group_(init.node.attr_int("group", 1)) {
-    SY_CHECK(group_ >= 1, InvalidModel, "{}: group must be >= 1, got {}", init.node.describe(),
-             group_);
-  }
+  explicit ConvIntegerKernel(const backends::KernelInit& init) : group_(read_group(init.node)) {}
 
   void run(backends::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
@@ -94,12 +99,9 @@ class ConvIntegerKernel : public backends::Kernel {
         shifted_weights(ctx, w, ctx.has_input(3) ? &ctx.input(3) : nullptr, "w_zero_point");
     int32_t* yp = y.data<int32_t>();
     int64_t out_size = d.out_size();
-    direct_conv<int32_t>(
-        d, ctx.num_threads(), [&](int64_t i) { return xs[static_cast<size_t>(i)]; },
-        [&](int64_t i) { return ws[static_cast<size_t>(i)]; },
-        [&](int64_t n, int64_t m, int64_t p, int32_t acc) {
-          yp[(n * d.out_channels + m) * out_size + p] = acc;
-        });
+    shifted_conv(d, ctx.num_threads(), xs, ws, [&](int64_t n, int64_t m, int64_t p, int32_t acc) {
+      yp[(n * d.out_channels + m) * out_size + p] = acc;
+    });
   }
 
  private:
@@ -108,11 +110,7 @@ class ConvIntegerKernel : public backends::Kernel {
 
 class QLinearConvKernel : public backends::Kernel {
  public:
-  explicit QLinearConvKernel(const backends::KernelInit& init)
-      : group_(init.node.attr_int("group", 1)) {
-    SY_CHECK(group_ >= 1, InvalidModel, "{}: group must be >= 1, got {}", init.node.describe(),
-             group_);
-  }
+  explicit QLinearConvKernel(const backends::KernelInit& init) : group_(read_group(init.node)) {}
 
   void run(backends::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
@@ -144,15 +142,11 @@ class QLinearConvKernel : public backends::Kernel {
       using T = decltype(tag);
       T* yp = y.data<T>();
       const float lo = std::numeric_limits<T>::min(), hi = std::numeric_limits<T>::max();
-      direct_conv<int32_t>(
-          d, ctx.num_threads(), [&](int64_t i) { return xs[static_cast<size_t>(i)]; },
-          [&](int64_t i) { return ws[static_cast<size_t>(i)]; },
-          [&](int64_t n, int64_t m, int64_t p, int32_t acc) {
-            if (bp) acc += bp[m];
-            float v =
-                std::nearbyint(static_cast<float>(acc) * multiplier[static_cast<size_t>(m)]) + zp;
-            yp[(n * d.out_channels + m) * out_size + p] = static_cast<T>(std::clamp(v, lo, hi));
-          });
+      shifted_conv(d, ctx.num_threads(), xs, ws, [&](int64_t n, int64_t m, int64_t p, int32_t acc) {
+        if (bp) acc += bp[m];
+        float v = std::nearbyint(static_cast<float>(acc) * multiplier[static_cast<size_t>(m)]) + zp;
+        yp[(n * d.out_channels + m) * out_size + p] = static_cast<T>(std::clamp(v, lo, hi));
+      });
     });
   }
 

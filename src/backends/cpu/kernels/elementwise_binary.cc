@@ -487,26 +487,7 @@ class WhereKernel final : public backends::Kernel {
         });
       });
     };
-    if (x.dtype() == DType::String) {
-      run_typed(std::string{});
-      return;
-    }
-    switch (ir::dtype_size(x.dtype())) {
-      case 1:
-        run_typed(uint8_t{});
-        break;
-      case 2:
-        run_typed(uint16_t{});
-        break;
-      case 4:
-        run_typed(uint32_t{});
-        break;
-      case 8:
-        run_typed(uint64_t{});
-        break;
-      default:
-        ctx.fail("dtype {} is not supported", ir::dtype_name(x.dtype()));
-    }
+    dispatch_by_size(x.dtype(), ctx.node(), run_typed);
   }
 };
 

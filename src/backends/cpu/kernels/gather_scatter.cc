@@ -79,24 +79,9 @@ void walk_element_rows(const std::vector<int64_t>& shape, const std::vector<int6
   std::vector<int64_t> st = data_strides;
   st[axis] = 0;
   int64_t inner = shape[rank - 1];
-  std::vector<int64_t> idx(rank - 1, 0);
-  int64_t off = 0, rem = row_begin;
-  for (int64_t k = static_cast<int64_t>(rank) - 2; k >= 0; --k) {
-    size_t ku = static_cast<size_t>(k);
-    idx[ku] = rem % shape[ku];
-    rem /= shape[ku];
-    off += idx[ku] * st[ku];
-  }
-  for (int64_t row = row_begin; row < row_end; ++row) {
-    for (int64_t j = 0; j < inner; ++j) fn(row * inner + j, off + j * st[rank - 1]);
-    for (int64_t k = static_cast<int64_t>(rank) - 2; k >= 0; --k) {
-      size_t ku = static_cast<size_t>(k);
-      off += st[ku];
-      if (++idx[ku] < shape[ku]) break;
-      off -= idx[ku] * st[ku];
-      idx[ku] = 0;
-    }
-  }
+  RowWalk rows(shape, st, row_begin);
+  for (int64_t row = row_begin; row < row_end; ++row, rows.next())
+    for (int64_t j = 0; j < inner; ++j) fn(row * inner + j, rows.offset() + j * st[rank - 1]);
 }
 
 class GatherElementsKernel : public backends::Kernel {

@@ -87,6 +87,27 @@ class NonZeroKernel : public backends::Kernel {
   }
 };
 
+// An input viewed as [outer, dim, inner] around an axis; without one, flat as [1, numel, 1].
+struct AxisView {
+  int64_t outer = 1, dim = 0, inner = 1;
+  size_t axis = 0;
+};
+
+// The view of `in` around the node's optional axis attribute (axis_attr when has_axis).
+AxisView view_around_axis(const KernelContext& ctx, const ir::Tensor& in, bool has_axis,
+                          int64_t axis_attr) {
+  AxisView v;
+  v.dim = in.numel();
+  if (has_axis) {
+    if (in.rank() == 0) ctx.fail("input must have rank >= 1 when axis is given");
+    v.axis = static_cast<size_t>(ops::normalize_axis(ctx.node(), axis_attr, in.rank()));
+    v.dim = in.shape()[v.axis];
+    for (size_t k = 0; k < v.axis; ++k) v.outer *= in.shape()[k];
+    for (size_t k = v.axis + 1; k < in.shape().size(); ++k) v.inner *= in.shape()[k];
+  }
+  return v;
+}
+
 class CompressKernel : public backends::Kernel {
  public:
   explicit CompressKernel(const KernelInit& init) : has_axis_(init.node.has_attribute("axis")) {
@@ -98,15 +119,9 @@ class CompressKernel : public backends::Kernel {
     if (cond.dtype() != DType::Bool) ctx.fail("condition must be bool");
     if (cond.rank() != 1)
       ctx.fail("condition must be 1-D, got {}", ir::shape_to_string(cond.shape()));
-    int64_t outer = 1, dim = in.numel(), inner = 1;
-    size_t axis = 0;
-    if (has_axis_) {
-      if (in.rank() == 0) ctx.fail("input must have rank >= 1 when axis is given");
-      axis = static_cast<size_t>(ops::normalize_axis(ctx.node(), axis_, in.rank()));
-      dim = in.shape()[axis];
-      for (size_t k = 0; k < axis; ++k) outer *= in.shape()[k];
-      for (size_t k = axis + 1; k < in.shape().size(); ++k) inner *= in.shape()[k];
-    }
+    const AxisView view = view_around_axis(ctx, in, has_axis_, axis_);
+    const int64_t outer = view.outer, dim = view.dim, inner = view.inner;
+    const size_t axis = view.axis;
     std::vector<int64_t> selected;
     const bool* c = cond.data<bool>();
     for (int64_t i = 0; i < cond.numel(); ++i) {
@@ -209,15 +224,9 @@ class UniqueKernel : public backends::Kernel {
   }
   void run(KernelContext& ctx) const override {
     const ir::Tensor& in = ctx.input(0);
-    int64_t outer = 1, dim = in.numel(), inner = 1;
-    size_t axis = 0;
-    if (has_axis_) {
-      if (in.rank() == 0) ctx.fail("input must have rank >= 1 when axis is given");
-      axis = static_cast<size_t>(ops::normalize_axis(ctx.node(), axis_, in.rank()));
-      dim = in.shape()[axis];
-      for (size_t k = 0; k < axis; ++k) outer *= in.shape()[k];
-      for (size_t k = axis + 1; k < in.shape().size(); ++k) inner *= in.shape()[k];
-    }
+    const AxisView view = view_around_axis(ctx, in, has_axis_, axis_);
+    const int64_t outer = view.outer, dim = view.dim, inner = view.inner;
+    const size_t axis = view.axis;
     dispatch_all(in.dtype(), ctx.node(), [&](auto tag) {
       using T = decltype(tag);
       using O = ValueOrder<T>;

@@ -150,9 +150,7 @@ void normalize_blocks(const T* in, T* out, int64_t groups, int64_t block, int64_
                  std::vector<C> buf;
                  for (int64_t g = b; g < e; ++g) {
                    const C* p = as_compute<C>(in + g * block, block, buf);
-                   C mean = lane_sum(p, block) / static_cast<C>(block);
-                   C var = lane_sum_sq_dev(p, block, mean) / static_cast<C>(block);
-                   C inv = C(1) / std::sqrt(var + static_cast<C>(epsilon));
+                   const auto [mean, inv] = mean_inv_std(p, block, static_cast<C>(epsilon));
                    T* q = out + g * block;
                    int64_t ch0 = (g * channels_per_block) % channels;
                    for (int64_t k = 0; k < channels_per_block; ++k) {
@@ -329,9 +327,7 @@ class LayerNormKernel : public backends::Kernel {
                    std::vector<C> buf;
                    for (int64_t r = b; r < e; ++r) {
                      const C* p = as_compute<C>(in + r * cols, cols, buf);
-                     C mean = lane_sum(p, cols) / static_cast<C>(cols);
-                     C var = lane_sum_sq_dev(p, cols, mean) / static_cast<C>(cols);
-                     C inv = C(1) / std::sqrt(var + eps);
+                     const auto [mean, inv] = mean_inv_std(p, cols, eps);
                      const C* sc = scale.data() + (per_row ? r * cols : 0);
                      const C* bs = bias.data() + (per_row ? r * cols : 0);
                      T* q = out + r * cols;
@@ -465,39 +461,12 @@ class MeanVarianceNormKernel : public backends::Kernel {
 
   void run(backends::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
-    int64_t rank = x.rank();
-    std::vector<bool> reduced(static_cast<size_t>(rank), false);
-    for (int64_t a : axes_) {
-      if (a < -rank || a >= rank)
-        ctx.fail("axis {} is out of range for an input of rank {}", a, rank);
-      size_t k = static_cast<size_t>(a < 0 ? a + rank : a);
-      if (reduced[k]) ctx.fail("axis {} appears more than once in axes", a);
-      reduced[k] = true;
-    }
+    std::vector<bool> reduced = axes_mask(ctx, axes_, x.rank());
     ir::Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
     if (y.numel() == 0) return;
-    std::vector<int64_t> strides = strides_of(x.shape());
-    std::vector<int64_t> red_sizes, red_strides, kept_sizes, kept_strides;
-    int64_t count = 1;
-    int64_t kept = 1;
-    for (size_t i = 0; i < reduced.size(); ++i) {
-      (reduced[i] ? red_sizes : kept_sizes).push_back(x.shape()[i]);
-      (reduced[i] ? red_strides : kept_strides).push_back(strides[i]);
-      (reduced[i] ? count : kept) *= x.shape()[i];
-    }
-    std::vector<int64_t> offsets(static_cast<size_t>(count));
-    std::vector<int64_t> idx(red_sizes.size(), 0);
-    int64_t off = 0;
-    for (int64_t r = 0; r < count; ++r) {
-      offsets[static_cast<size_t>(r)] = off;
-      for (int64_t d = static_cast<int64_t>(red_sizes.size()) - 1; d >= 0; --d) {
-        size_t u = static_cast<size_t>(d);
-        off += red_strides[u];
-        if (++idx[u] < red_sizes[u]) break;
-        off -= red_strides[u] * red_sizes[u];
-        idx[u] = 0;
-      }
-    }
+    const ReductionWalk walk = reduction_walk(x.shape(), reduced);
+    const int64_t count = static_cast<int64_t>(walk.offsets.size());
+    const int64_t kept = x.numel() / count;
     dispatch(FloatTypes{}, x.dtype(), ctx.node(), [&](auto tag) {
       using T = decltype(tag);
       using C = compute_t<T>;
@@ -508,23 +477,17 @@ class MeanVarianceNormKernel : public backends::Kernel {
       parallel_for(kept, std::max<int64_t>(1, 16384 / count), ctx.num_threads(),
                    [&](int64_t b, int64_t e) {
                      for (int64_t k = b; k < e; ++k) {
-                       int64_t base = 0;
-                       int64_t rest = k;
-                       for (int64_t d = static_cast<int64_t>(kept_sizes.size()) - 1; d >= 0; --d) {
-                         size_t u = static_cast<size_t>(d);
-                         base += (rest % kept_sizes[u]) * kept_strides[u];
-                         rest /= kept_sizes[u];
-                       }
+                       const int64_t base = walk.base(k);
                        C sum = 0;
-                       for (int64_t o : offsets) sum += convert<C>(in[base + o]);
+                       for (int64_t o : walk.offsets) sum += convert<C>(in[base + o]);
                        C mean = sum / static_cast<C>(count);
                        C sq = 0;
-                       for (int64_t o : offsets) {
+                       for (int64_t o : walk.offsets) {
                          C dv = convert<C>(in[base + o]) - mean;
                          sq += dv * dv;
                        }
                        C inv = C(1) / (std::sqrt(sq / static_cast<C>(count)) + kEpsilon);
-                       for (int64_t o : offsets)
+                       for (int64_t o : walk.offsets)
                          out[base + o] = convert<T>((convert<C>(in[base + o]) - mean) * inv);
                      }
                    });

@@ -43,4 +43,18 @@ inline C lane_sum_sq_dev(const C* p, int64_t n, C mean) {
   return s;
 }
 
+/// The mean of n contiguous values and 1 / sqrt(variance + epsilon).
+template <typename C>
+struct MeanInvStd {
+  C mean;
+  C inv;
+};
+
+template <typename C>
+inline MeanInvStd<C> mean_inv_std(const C* p, int64_t n, C epsilon) {
+  C mean = lane_sum(p, n) / static_cast<C>(n);
+  C var = lane_sum_sq_dev(p, n, mean) / static_cast<C>(n);
+  return {mean, C(1) / std::sqrt(var + epsilon)};
+}
+
 }  // namespace switchyard::cpu

@@ -234,32 +234,22 @@ class PoolKernel : public backends::Kernel {
     const size_t rank = plan.in.size();
     plan.offsets.resize(static_cast<size_t>(plan.out_size * plan.ksize));
     std::vector<int64_t> in_strides = strides_of(plan.in);
-    std::vector<int64_t> oc(rank, 0);
-    for (int64_t o = 0; o < plan.out_size; ++o) {
-      std::vector<int64_t> kc(rank, 0);
-      for (int64_t k = 0; k < plan.ksize; ++k) {
-        int64_t off = 0;
-        for (size_t s = 0; s < rank; ++s) {
-          int64_t i = oc[s] * a.strides[s] - geo.pad_begin[s] + kc[s] * a.dilations[s];
-          if (i >= 0 && i < plan.in[s]) {
-            if (off >= 0) off += i * in_strides[s];
-          } else if (i < plan.in[s] + explicit_end[s]) {
-            if (off != kOutside) off = kPadding;
-          } else {
-            off = kOutside;
+    for_each_window_tap(
+        plan.out, a.kernel,
+        [&](int64_t tap, const std::vector<int64_t>& oc, const std::vector<int64_t>& kc) {
+          int64_t off = 0;
+          for (size_t s = 0; s < rank; ++s) {
+            int64_t i = oc[s] * a.strides[s] - geo.pad_begin[s] + kc[s] * a.dilations[s];
+            if (i >= 0 && i < plan.in[s]) {
+              if (off >= 0) off += i * in_strides[s];
+            } else if (i < plan.in[s] + explicit_end[s]) {
+              if (off != kOutside) off = kPadding;
+            } else {
+              off = kOutside;
+            }
           }
-        }
-        plan.offsets[static_cast<size_t>(o * plan.ksize + k)] = off;
-        for (size_t s = rank; s-- > 0;) {
-          if (++kc[s] < a.kernel[s]) break;
-          kc[s] = 0;
-        }
-      }
-      for (size_t s = rank; s-- > 0;) {
-        if (++oc[s] < plan.out[s]) break;
-        oc[s] = 0;
-      }
-    }
+          plan.offsets[static_cast<size_t>(tap)] = off;
+        });
   }
 
   PoolKind kind_;

@@ -78,6 +78,16 @@ class MaxUnpoolKernel : public backends::Kernel {
   ops::WindowAttrs attrs_;
 };
 
+// Checks X [N, C, H, W] and rois [num_rois, columns] of X's dtype.
+void check_roi_inputs(const backends::KernelContext& ctx, const ir::Tensor& x,
+                      const ir::Tensor& rois, int64_t columns) {
+  if (x.rank() != 4)
+    ctx.fail("input X has shape {}, expected rank 4", ir::shape_to_string(x.shape()));
+  if (rois.rank() != 2 || rois.dim(1) != columns || rois.dtype() != x.dtype())
+    ctx.fail("rois must be [num_rois, {}] of X's dtype, got {} {}", columns,
+             ir::dtype_name(rois.dtype()), ir::shape_to_string(rois.shape()));
+}
+
 class MaxRoiPoolKernel : public backends::Kernel {
  public:
   explicit MaxRoiPoolKernel(const backends::KernelInit& init)
@@ -90,11 +100,7 @@ class MaxRoiPoolKernel : public backends::Kernel {
   void run(backends::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
     const ir::Tensor& rois = ctx.input(1);
-    if (x.rank() != 4)
-      ctx.fail("input X has shape {}, expected rank 4", ir::shape_to_string(x.shape()));
-    if (rois.rank() != 2 || rois.dim(1) != 5 || rois.dtype() != x.dtype())
-      ctx.fail("rois must be [num_rois, 5] of X's dtype, got {} {}", ir::dtype_name(rois.dtype()),
-               ir::shape_to_string(rois.shape()));
+    check_roi_inputs(ctx, x, rois, 5);
     const int64_t num = rois.dim(0), channels = x.dim(1), height = x.dim(2), width = x.dim(3);
     const int64_t ph_n = pooled_[0], pw_n = pooled_[1];
     ir::Tensor& y = ctx.allocate_output(0, x.dtype(), {num, channels, ph_n, pw_n});
@@ -169,11 +175,7 @@ class RoiAlignKernel : public backends::Kernel {
     const ir::Tensor& x = ctx.input(0);
     const ir::Tensor& rois = ctx.input(1);
     const ir::Tensor& batch = ctx.input(2);
-    if (x.rank() != 4)
-      ctx.fail("input X has shape {}, expected rank 4", ir::shape_to_string(x.shape()));
-    if (rois.rank() != 2 || rois.dim(1) != 4 || rois.dtype() != x.dtype())
-      ctx.fail("rois must be [num_rois, 4] of X's dtype, got {} {}", ir::dtype_name(rois.dtype()),
-               ir::shape_to_string(rois.shape()));
+    check_roi_inputs(ctx, x, rois, 4);
     const int64_t num = rois.dim(0);
     if (batch.dtype() != DType::Int64 || batch.shape() != std::vector<int64_t>{num})
       ctx.fail("batch_indices must be int64 [{}], got {} {}", num, ir::dtype_name(batch.dtype()),

@@ -61,6 +61,17 @@ O quantize_value(float x, float scale, float zero_point) {
   return static_cast<O>(v);
 }
 
+/// Calls f(in, out, c) in parallel for each of the outer * channels rows of `inner` elements of
+/// src and dst, c the row's channel.
+template <typename X, typename O, typename F>
+void for_each_channel_row(const QuantParams& p, const X* src, O* dst, int threads, F f) {
+  parallel_for(p.outer * p.channels, std::max<int64_t>(1, 16384 / std::max<int64_t>(p.inner, 1)),
+               threads, [&](int64_t begin, int64_t end) {
+                 for (int64_t r = begin; r < end; ++r)
+                   f(src + r * p.inner, dst + r * p.inner, static_cast<size_t>(r % p.channels));
+               });
+}
+
 using QuantTypes = TypeList<int8_t, uint8_t, int16_t, uint16_t>;
 
 class QuantizeLinearKernel final : public backends::Kernel {
@@ -80,21 +91,13 @@ class QuantizeLinearKernel final : public backends::Kernel {
       dispatch(QuantTypes{}, out_dtype, ctx.node(), [&](auto ot) {
         using X = decltype(xt);
         using O = decltype(ot);
-        const X* src = x.data<X>();
-        O* dst = y.data<O>();
-        const int64_t rows = p.outer * p.channels;
-        parallel_for(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(p.inner, 1)),
-                     ctx.num_threads(), [&](int64_t begin, int64_t end) {
-                       for (int64_t r = begin; r < end; ++r) {
-                         const size_t c = static_cast<size_t>(r % p.channels);
-                         const float s = p.scale[c];
-                         const float z = static_cast<float>(p.zero_point[c]);
-                         const X* in = src + r * p.inner;
-                         O* out = dst + r * p.inner;
-                         for (int64_t i = 0; i < p.inner; ++i)
-                           out[i] = quantize_value<O>(static_cast<float>(in[i]), s, z);
-                       }
-                     });
+        for_each_channel_row(p, x.data<X>(), y.data<O>(), ctx.num_threads(),
+                             [&](const X* in, O* out, size_t c) {
+                               const float s = p.scale[c];
+                               const float z = static_cast<float>(p.zero_point[c]);
+                               for (int64_t i = 0; i < p.inner; ++i)
+                                 out[i] = quantize_value<O>(static_cast<float>(in[i]), s, z);
+                             });
       });
     });
   }
@@ -116,29 +119,21 @@ class DequantizeLinearKernel final : public backends::Kernel {
                ir::dtype_name(x.dtype()));
     QuantParams p = read_params(ctx, axis_);
     ir::Tensor& y = ctx.allocate_output(0, ctx.input(1).dtype(), x.shape());
-    dispatch(TypeList<int8_t, uint8_t, int16_t, uint16_t, int32_t>{}, x.dtype(), ctx.node(),
-             [&](auto xt) {
-               dispatch(TypeList<float, Float16, BFloat16>{}, y.dtype(), ctx.node(), [&](auto ot) {
-                 using X = decltype(xt);
-                 using O = decltype(ot);
-                 const X* src = x.data<X>();
-                 O* dst = y.data<O>();
-                 const int64_t rows = p.outer * p.channels;
-                 parallel_for(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(p.inner, 1)),
-                              ctx.num_threads(), [&](int64_t begin, int64_t end) {
-                                for (int64_t r = begin; r < end; ++r) {
-                                  const size_t c = static_cast<size_t>(r % p.channels);
-                                  const float s = p.scale[c];
-                                  const int64_t z = p.zero_point[c];
-                                  const X* in = src + r * p.inner;
-                                  O* out = dst + r * p.inner;
-                                  for (int64_t i = 0; i < p.inner; ++i)
-                                    out[i] = convert<O>(
-                                        static_cast<float>(static_cast<int64_t>(in[i]) - z) * s);
-                                }
-                              });
-               });
-             });
+    dispatch(
+        TypeList<int8_t, uint8_t, int16_t, uint16_t, int32_t>{}, x.dtype(), ctx.node(),
+        [&](auto xt) {
+          dispatch(TypeList<float, Float16, BFloat16>{}, y.dtype(), ctx.node(), [&](auto ot) {
+            using X = decltype(xt);
+            using O = decltype(ot);
+            for_each_channel_row(
+                p, x.data<X>(), y.data<O>(), ctx.num_threads(), [&](const X* in, O* out, size_t c) {
+                  const float s = p.scale[c];
+                  const int64_t z = p.zero_point[c];
+                  for (int64_t i = 0; i < p.inner; ++i)
+                    out[i] = convert<O>(static_cast<float>(static_cast<int64_t>(in[i]) - z) * s);
+                });
+          });
+        });
   }
 
  private:

@@ -271,40 +271,18 @@ void reduce_tensor(const T* in, T* out, const std::vector<int64_t>& shape,
 
   // General: offsets of every reduced element relative to an output's base offset.
   std::vector<int64_t> merged;
-  for (const auto& d : dims) merged.push_back(d.first);
-  std::vector<int64_t> strides = strides_of(merged);
-  std::vector<int64_t> red_sizes, red_strides, kept_sizes, kept_strides;
-  for (size_t i = 0; i < dims.size(); ++i) {
-    (dims[i].second ? red_sizes : kept_sizes).push_back(dims[i].first);
-    (dims[i].second ? red_strides : kept_strides).push_back(strides[i]);
+  std::vector<bool> merged_reduced;
+  for (const auto& d : dims) {
+    merged.push_back(d.first);
+    merged_reduced.push_back(d.second);
   }
-  std::vector<int64_t> offsets(static_cast<size_t>(red_numel));
-  {
-    std::vector<int64_t> idx(red_sizes.size(), 0);
-    int64_t off = 0;
-    for (int64_t r = 0; r < red_numel; ++r) {
-      offsets[static_cast<size_t>(r)] = off;
-      for (int64_t d = static_cast<int64_t>(red_sizes.size()) - 1; d >= 0; --d) {
-        size_t u = static_cast<size_t>(d);
-        off += red_strides[u];
-        if (++idx[u] < red_sizes[u]) break;
-        off -= red_strides[u] * red_sizes[u];
-        idx[u] = 0;
-      }
-    }
-  }
+  const ReductionWalk walk = reduction_walk(merged, merged_reduced);
   parallel_for(out_numel, std::max<int64_t>(1, 16384 / red_numel), threads,
                [&](int64_t b, int64_t e) {
                  for (int64_t o = b; o < e; ++o) {
-                   int64_t base = 0;
-                   int64_t rest = o;
-                   for (int64_t d = static_cast<int64_t>(kept_sizes.size()) - 1; d >= 0; --d) {
-                     size_t u = static_cast<size_t>(d);
-                     base += (rest % kept_sizes[u]) * kept_strides[u];
-                     rest /= kept_sizes[u];
-                   }
+                   const T* base = in + walk.base(o);
                    A a = Op::init();
-                   for (int64_t off : offsets) Op::step(a, in[base + off]);
+                   for (int64_t off : walk.offsets) Op::step(a, base[off]);
                    out[o] = Op::finish(a, red_numel);
                  }
                });
@@ -322,15 +300,7 @@ std::vector<bool> reduced_dims(const backends::KernelContext& ctx, int64_t rank,
     axes = a.to_int_vector();
   }
   if (axes.empty()) return std::vector<bool>(static_cast<size_t>(rank), !noop);
-  std::vector<bool> reduced(static_cast<size_t>(rank), false);
-  for (int64_t axis : axes) {
-    if (axis < -rank || axis >= rank)
-      ctx.fail("axis {} is out of range for an input of rank {}", axis, rank);
-    size_t k = static_cast<size_t>(axis < 0 ? axis + rank : axis);
-    if (reduced[k]) ctx.fail("axis {} appears more than once in axes", axis);
-    reduced[k] = true;
-  }
-  return reduced;
+  return axes_mask(ctx, axes, rank);
 }
 
 template <template <typename> class Op, typename Types>

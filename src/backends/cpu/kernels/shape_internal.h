@@ -1,5 +1,6 @@
-// Helpers of the shape and gather_scatter CPU kernels: dispatch by element size (data movement
-// does not care what the bytes mean), strided and per-axis-mapped copies, integer inputs.
+// Helpers of the shape and gather_scatter CPU kernels: strided and per-axis-mapped copies (with
+// dispatch_by_size from common.h: data movement does not care what the bytes mean), integer
+// inputs.
 // Internal to src/backends/cpu/kernels.
 #pragma once
 
@@ -19,32 +20,6 @@ void register_gather_scatter_select_kernels(backends::KernelRegistry& r);
 
 /// Every dtype a data-movement kernel handles: numeric, bool and string.
 inline std::vector<DType> movable_dtypes() { return ops::all_dtypes(); }
-
-/// Calls f(T{}) with T an unsigned integer of the element's size, or std::string for strings.
-template <typename F>
-void dispatch_by_size(DType dtype, const ir::Node& node, F&& f) {
-  if (dtype == DType::String) {
-    f(std::string{});
-    return;
-  }
-  switch (ir::dtype_size(dtype)) {
-    case 1:
-      f(uint8_t{});
-      return;
-    case 2:
-      f(uint16_t{});
-      return;
-    case 4:
-      f(uint32_t{});
-      return;
-    case 8:
-      f(uint64_t{});
-      return;
-    default:
-      SY_THROW(Unsupported, "{}: dtype {} is not supported by this CPU kernel", node.describe(),
-               ir::dtype_name(dtype));
-  }
-}
 
 /// Copies n elements (memcpy for plain bytes, assignment for strings).
 template <typename T>
@@ -138,28 +113,14 @@ void strided_copy(const T* src, T* dst, std::vector<int64_t> out_shape,
   const int64_t outer = numel / inner;
   parallel_for(outer, std::max<int64_t>(1, 16384 / std::max<int64_t>(inner, 1)), threads,
                [&](int64_t b, int64_t e) {
-                 std::vector<int64_t> idx(rank - 1, 0);
-                 int64_t off = 0, rem = b;
-                 for (int64_t k = static_cast<int64_t>(rank) - 2; k >= 0; --k) {
-                   size_t ku = static_cast<size_t>(k);
-                   idx[ku] = rem % shape[ku];
-                   rem /= shape[ku];
-                   off += idx[ku] * st[ku];
-                 }
-                 for (int64_t row = b; row < e; ++row) {
+                 RowWalk rows(shape, st, b);
+                 for (int64_t row = b; row < e; ++row, rows.next()) {
                    T* d = dst + row * inner;
-                   const T* s = src + off;
+                   const T* s = src + rows.offset();
                    if (inner_stride == 1) {
                      copy_elements(s, d, inner);
                    } else {
                      for (int64_t j = 0; j < inner; ++j) d[j] = s[j * inner_stride];
-                   }
-                   for (int64_t k = static_cast<int64_t>(rank) - 2; k >= 0; --k) {
-                     size_t ku = static_cast<size_t>(k);
-                     off += st[ku];
-                     if (++idx[ku] < shape[ku]) break;
-                     off -= idx[ku] * st[ku];
-                     idx[ku] = 0;
                    }
                  }
                });
