@@ -119,7 +119,9 @@ std::map<std::string, Tensor> Executable::run(const std::map<std::string, Tensor
   return out;
 }
 
-std::vector<ValueInfo> Executable::inputs() const { return describe_values(impl_->graph().inputs()); }
+std::vector<ValueInfo> Executable::inputs() const {
+  return describe_values(impl_->graph().inputs());
+}
 std::vector<ValueInfo> Executable::outputs() const {
   return describe_values(impl_->graph().outputs());
 }

@@ -10,7 +10,6 @@
 
 namespace switchyard {
 
-
 enum class DType : int32_t {
   Undefined = 0,
   Float32 = 1,
@@ -70,9 +69,9 @@ inline BFloat16::operator float() const { return bfloat16_to_float(bits); }
 /// Maps a C++ element type to its DType.
 template <typename T>
 struct DTypeOf;
-#define SY_DTYPE_OF(T, D) \
-  template <>             \
-  struct DTypeOf<T> {     \
+#define SY_DTYPE_OF(T, D)                    \
+  template <>                                \
+  struct DTypeOf<T> {                        \
     static constexpr DType value = DType::D; \
   };
 SY_DTYPE_OF(float, Float32)

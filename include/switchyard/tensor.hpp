@@ -10,7 +10,6 @@
 
 namespace switchyard {
 
-
 /// Number of elements of a concrete shape; throws InvalidModel on a negative dim or an int64
 /// overflow (shapes come from untrusted files).
 SWITCHYARD_API int64_t checked_numel(const std::vector<int64_t>& shape);
@@ -39,9 +38,13 @@ class SWITCHYARD_API Tensor {
   void* raw() { return data_; }
   const void* raw() const { return data_; }
   template <typename T>
-  T* data() { return static_cast<T*>(data_); }
+  T* data() {
+    return static_cast<T*>(data_);
+  }
   template <typename T>
-  const T* data() const { return static_cast<const T*>(data_); }
+  const T* data() const {
+    return static_cast<const T*>(data_);
+  }
 
   /// Same storage, new shape with the same element count (no copy).
   Tensor reshaped(std::vector<int64_t> shape) const;

@@ -42,8 +42,8 @@ struct Partition {
   int index = 0;
   std::string device;
   const ir::Graph* graph = nullptr;
-  std::vector<const ir::Node*> nodes;    ///< in execution (topological) order
-  std::vector<const ir::Value*> inputs;  ///< read from outside: graph inputs, other partitions
+  std::vector<const ir::Node*> nodes;     ///< in execution (topological) order
+  std::vector<const ir::Value*> inputs;   ///< read from outside: graph inputs, other partitions
   std::vector<const ir::Value*> outputs;  ///< read by later partitions or graph outputs
 };
 

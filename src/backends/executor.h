@@ -56,7 +56,7 @@ class GraphProgram {
   struct Step {
     const ir::Node* node;
     std::unique_ptr<Kernel> kernel;
-    std::vector<int> input_slots;   // -1 for omitted; -2 for outer-scope value
+    std::vector<int> input_slots;  // -1 for omitted; -2 for outer-scope value
     std::vector<int> output_slots;
     std::vector<int> release_after;  // slots whose last use is this step
   };

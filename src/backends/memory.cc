@@ -12,7 +12,9 @@ namespace {
 constexpr size_t kAlign = 64;
 // Cached free blocks beyond this are returned to the system.
 constexpr size_t kMaxCachedBytes = size_t{2} << 30;
-size_t round_up(size_t bytes) { return (std::max<size_t>(bytes, 1) + kAlign - 1) / kAlign * kAlign; }
+size_t round_up(size_t bytes) {
+  return (std::max<size_t>(bytes, 1) + kAlign - 1) / kAlign * kAlign;
+}
 }  // namespace
 
 std::shared_ptr<HostPool> HostPool::create(bool poison, int memory_space) {

@@ -22,8 +22,7 @@ class HostPool : public std::enable_shared_from_this<HostPool> {
   /// Creates a pool; `poison` fills fresh buffers with 0xFF bytes (NaN for floats) so tests
   /// catch kernels that read outputs before writing them. `memory_space` tags every block,
   /// so a device can tell its values from others' (memory_space_of).
-  static std::shared_ptr<HostPool> create(bool poison = false,
-                                          int memory_space = kHostMemorySpace);
+  static std::shared_ptr<HostPool> create(bool poison = false, int memory_space = kHostMemorySpace);
   int memory_space() const { return memory_space_; }
   ~HostPool();
 

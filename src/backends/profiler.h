@@ -24,8 +24,8 @@ class Profiler {
  public:
   Profiler() : epoch_(std::chrono::steady_clock::now()) {}
   int64_t now_us() const {
-    return std::chrono::duration_cast<std::chrono::microseconds>(
-               std::chrono::steady_clock::now() - epoch_)
+    return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
+                                                                 epoch_)
         .count();
   }
   void record(ProfileEvent e) {

@@ -6,36 +6,70 @@ namespace switchyard {
 
 size_t dtype_size(DType dtype) {
   switch (dtype) {
-    case DType::Float32: case DType::Int32: case DType::UInt32: return 4;
-    case DType::Float64: case DType::Int64: case DType::UInt64: case DType::Complex64: return 8;
-    case DType::Float16: case DType::BFloat16: case DType::Int16: case DType::UInt16: return 2;
-    case DType::Int8: case DType::UInt8: case DType::Bool: return 1;
-    case DType::Complex128: return 16;
-    case DType::String: return sizeof(std::string);
-    case DType::Undefined: return 0;
+    case DType::Float32:
+    case DType::Int32:
+    case DType::UInt32:
+      return 4;
+    case DType::Float64:
+    case DType::Int64:
+    case DType::UInt64:
+    case DType::Complex64:
+      return 8;
+    case DType::Float16:
+    case DType::BFloat16:
+    case DType::Int16:
+    case DType::UInt16:
+      return 2;
+    case DType::Int8:
+    case DType::UInt8:
+    case DType::Bool:
+      return 1;
+    case DType::Complex128:
+      return 16;
+    case DType::String:
+      return sizeof(std::string);
+    case DType::Undefined:
+      return 0;
   }
   return 0;
 }
 
 std::string_view dtype_name(DType dtype) {
   switch (dtype) {
-    case DType::Undefined: return "undefined";
-    case DType::Float32: return "float";
-    case DType::UInt8: return "uint8";
-    case DType::Int8: return "int8";
-    case DType::UInt16: return "uint16";
-    case DType::Int16: return "int16";
-    case DType::Int32: return "int32";
-    case DType::Int64: return "int64";
-    case DType::String: return "string";
-    case DType::Bool: return "bool";
-    case DType::Float16: return "float16";
-    case DType::Float64: return "double";
-    case DType::UInt32: return "uint32";
-    case DType::UInt64: return "uint64";
-    case DType::Complex64: return "complex64";
-    case DType::Complex128: return "complex128";
-    case DType::BFloat16: return "bfloat16";
+    case DType::Undefined:
+      return "undefined";
+    case DType::Float32:
+      return "float";
+    case DType::UInt8:
+      return "uint8";
+    case DType::Int8:
+      return "int8";
+    case DType::UInt16:
+      return "uint16";
+    case DType::Int16:
+      return "int16";
+    case DType::Int32:
+      return "int32";
+    case DType::Int64:
+      return "int64";
+    case DType::String:
+      return "string";
+    case DType::Bool:
+      return "bool";
+    case DType::Float16:
+      return "float16";
+    case DType::Float64:
+      return "double";
+    case DType::UInt32:
+      return "uint32";
+    case DType::UInt64:
+      return "uint64";
+    case DType::Complex64:
+      return "complex64";
+    case DType::Complex128:
+      return "complex128";
+    case DType::BFloat16:
+      return "bfloat16";
   }
   return "invalid";
 }
@@ -49,9 +83,17 @@ bool dtype_is_float(DType d) {
 }
 bool dtype_is_integer(DType d) {
   switch (d) {
-    case DType::Int8: case DType::Int16: case DType::Int32: case DType::Int64:
-    case DType::UInt8: case DType::UInt16: case DType::UInt32: case DType::UInt64: return true;
-    default: return false;
+    case DType::Int8:
+    case DType::Int16:
+    case DType::Int32:
+    case DType::Int64:
+    case DType::UInt8:
+    case DType::UInt16:
+    case DType::UInt32:
+    case DType::UInt64:
+      return true;
+    default:
+      return false;
   }
 }
 bool dtype_is_signed(DType d) {
@@ -69,7 +111,10 @@ float half_to_float(uint16_t h) {
       bits = sign;
     } else {  // subnormal: renormalise
       exp = 127 - 15 + 1;
-      while ((mant & 0x400) == 0) { mant <<= 1; --exp; }
+      while ((mant & 0x400) == 0) {
+        mant <<= 1;
+        --exp;
+      }
       mant &= 0x3ff;
       bits = sign | (exp << 23) | (mant << 13);
     }
@@ -121,7 +166,8 @@ float bfloat16_to_float(uint16_t b) {
 uint16_t float_to_bfloat16(float f) {
   uint32_t x;
   std::memcpy(&x, &f, 4);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet nan
+  if ((x & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet nan
   uint32_t rounding = 0x7fffu + ((x >> 16) & 1u);
   return static_cast<uint16_t>((x + rounding) >> 16);
 }

@@ -86,20 +86,34 @@ Tensor Tensor::clone() const {
 template <typename F>
 static auto visit_numeric(DType dtype, F&& f) {
   switch (dtype) {
-    case DType::Float32: return f(float{});
-    case DType::Float64: return f(double{});
-    case DType::Float16: return f(Float16{});
-    case DType::BFloat16: return f(BFloat16{});
-    case DType::Int8: return f(int8_t{});
-    case DType::Int16: return f(int16_t{});
-    case DType::Int32: return f(int32_t{});
-    case DType::Int64: return f(int64_t{});
-    case DType::UInt8: return f(uint8_t{});
-    case DType::UInt16: return f(uint16_t{});
-    case DType::UInt32: return f(uint32_t{});
-    case DType::UInt64: return f(uint64_t{});
-    case DType::Bool: return f(bool{});
-    default: SY_THROW(Unsupported, "dtype {} is not numeric", dtype_name(dtype));
+    case DType::Float32:
+      return f(float{});
+    case DType::Float64:
+      return f(double{});
+    case DType::Float16:
+      return f(Float16{});
+    case DType::BFloat16:
+      return f(BFloat16{});
+    case DType::Int8:
+      return f(int8_t{});
+    case DType::Int16:
+      return f(int16_t{});
+    case DType::Int32:
+      return f(int32_t{});
+    case DType::Int64:
+      return f(int64_t{});
+    case DType::UInt8:
+      return f(uint8_t{});
+    case DType::UInt16:
+      return f(uint16_t{});
+    case DType::UInt32:
+      return f(uint32_t{});
+    case DType::UInt64:
+      return f(uint64_t{});
+    case DType::Bool:
+      return f(bool{});
+    default:
+      SY_THROW(Unsupported, "dtype {} is not numeric", dtype_name(dtype));
   }
 }
 

@@ -26,8 +26,7 @@ bool is_integer_dtype(ir::DType d) { return d == ir::DType::Int64 || d == ir::DT
 // A value small enough to be a shape: an integer tensor of rank <= 1 with at most 64 elements.
 bool shape_like(const ir::Value* v) {
   const ir::Type& t = v->type();
-  if (!t.is_tensor() || !is_integer_dtype(t.dtype) || !t.shape || t.shape->size() > 1)
-    return false;
+  if (!t.is_tensor() || !is_integer_dtype(t.dtype) || !t.shape || t.shape->size() > 1) return false;
   return t.shape->empty() || ((*t.shape)[0].is_static() && (*t.shape)[0].value <= 64);
 }
 
@@ -73,7 +72,8 @@ double copy_cost_us(const ir::Value* v, const backends::DeviceInfo& d) {
   const ir::Type& t = v->type();
   if (t.is_tensor() && t.shape) {
     bytes = static_cast<double>(ir::dtype_size(t.dtype));
-    for (const ir::Dim& dim : *t.shape) bytes *= dim.is_static() ? static_cast<double>(dim.value) : 1;
+    for (const ir::Dim& dim : *t.shape)
+      bytes *= dim.is_static() ? static_cast<double>(dim.value) : 1;
   }
   double bw = d.copy_gbytes_per_s > 0 ? d.copy_gbytes_per_s : 10.0;
   return d.copy_latency_us + bytes / (bw * 1e3);
@@ -123,8 +123,8 @@ class Placer {
     };
     auto allowed_index = [&](const std::string& spec, const std::string& option) {
       int idx = resolve_for(spec, option);
-      SY_CHECK(std::find(allowed_.begin(), allowed_.end(), idx) != allowed_.end(),
-               InvalidArgument, "{}: the device is excluded by --compute-units {}", option,
+      SY_CHECK(std::find(allowed_.begin(), allowed_.end(), idx) != allowed_.end(), InvalidArgument,
+               "{}: the device is excluded by --compute-units {}", option,
                policy_.compute_units == ComputeUnits::CpuOnly ? "cpu_only" : "cpu_and_gpu");
       return idx;
     };
@@ -135,19 +135,18 @@ class Placer {
       int best = 0;
       for (int i : allowed_) {
         const auto& d = all_[static_cast<size_t>(i)]->device();
-        if (d.is_gpu && (best == 0 || d.memory_bytes > all_[static_cast<size_t>(best)]->device().memory_bytes))
+        if (d.is_gpu &&
+            (best == 0 || d.memory_bytes > all_[static_cast<size_t>(best)]->device().memory_bytes))
           best = i;
       }
       targets_.push_back(best);
     }
     if (policy_.split == SplitMode::Pipeline) {
       SY_CHECK(targets_.size() >= 2, InvalidArgument,
-               "--split pipeline needs at least two devices in --device (got {})",
-               targets_.size());
+               "--split pipeline needs at least two devices in --device (got {})", targets_.size());
     } else {
       SY_CHECK(targets_.size() == 1, InvalidArgument,
-               "--device lists {} devices; several devices need --split pipeline",
-               targets_.size());
+               "--device lists {} devices; several devices need --split pipeline", targets_.size());
     }
     SY_CHECK(policy_.min_partition_nodes >= 1, InvalidArgument,
              "--min-partition-nodes {}: must be at least 1", policy_.min_partition_nodes);
@@ -297,7 +296,7 @@ class Placer {
       bool any = false;
       for (const ir::Node* n : nodes_)
         any = any || (pat.rfind("op:", 0) == 0 ? n->op_type() == pat.substr(3)
-                                                : glob_match(pat, n->name()));
+                                               : glob_match(pat, n->name()));
       SY_CHECK(any, InvalidArgument,
                "--pin {}={}: matches no node (patterns match node names as `switchyard explain` "
                "shows them, or op:Type)",
@@ -323,7 +322,8 @@ class Placer {
   int matching_pin(const ir::Node& n) const {
     for (size_t p = 0; p < policy_.pins.size(); ++p) {
       const std::string& pat = policy_.pins[p].pattern;
-      bool hit = pat.rfind("op:", 0) == 0 ? n.op_type() == pat.substr(3) : glob_match(pat, n.name());
+      bool hit =
+          pat.rfind("op:", 0) == 0 ? n.op_type() == pat.substr(3) : glob_match(pat, n.name());
       if (hit) return static_cast<int>(p);
     }
     return -1;
@@ -434,8 +434,7 @@ class Placer {
   }
 
   // `members`: the nodes k with island[k] == id.
-  void consider_island(const std::vector<size_t>& members, const std::vector<int>& island,
-                       int id) {
+  void consider_island(const std::vector<size_t>& members, const std::vector<int>& island, int id) {
     int d = state_[members[0]].device;
     auto in_island = [&](const ir::Node* n) {
       return island[static_cast<size_t>(node_index_.at(n))] == id;
@@ -476,9 +475,10 @@ class Placer {
             ? fmt::format("island of {} node{} on {} is below --min-partition-nodes {}",
                           members.size(), members.size() == 1 ? "" : "s", info.id,
                           policy_.min_partition_nodes)
-            : fmt::format("island of {} node{} moved from {} to the cpu: its copies "
-                          "would cost more than running there saves",
-                          members.size(), members.size() == 1 ? "" : "s", info.id);
+            : fmt::format(
+                  "island of {} node{} moved from {} to the cpu: its copies "
+                  "would cost more than running there saves",
+                  members.size(), members.size() == 1 ? "" : "s", info.id);
     for (size_t k : members) {
       NodeState& st = state_[k];
       st.device = 0;
@@ -614,8 +614,9 @@ class Placer {
       info.from_device = dev_id(c.from_device);
       info.to_device = dev_id(c.to_device);
       info.from_partition =
-          c.value->producer() ? partition_of[static_cast<size_t>(node_index_.at(c.value->producer()))]
-                              : -1;
+          c.value->producer()
+              ? partition_of[static_cast<size_t>(node_index_.at(c.value->producer()))]
+              : -1;
       info.to_partition = c.before_partition;
       info.bytes = static_bytes(c.value);
       r.copies.push_back(std::move(info));
@@ -665,7 +666,8 @@ int resolve_device(const std::string& spec, const std::vector<const Backend*>& d
     for (size_t i = 0; i < devices.size(); ++i) {
       const auto& d = devices[i]->device();
       if (d.kind != "cuda") continue;
-      if (rest.rfind("uuid=", 0) == 0 && !rest.substr(5).empty() && d.uuid.rfind(rest.substr(5), 0) == 0)
+      if (rest.rfind("uuid=", 0) == 0 && !rest.substr(5).empty() &&
+          d.uuid.rfind(rest.substr(5), 0) == 0)
         return static_cast<int>(i);
       if (rest.rfind("name=", 0) == 0 && !rest.substr(5).empty() &&
           d.name.find(rest.substr(5)) != std::string::npos)

@@ -12,11 +12,10 @@ std::string Policy::describe() const {
                                                               : "all";
   std::string dev;
   for (const auto& d : devices) dev += (dev.empty() ? "" : ",") + d;
-  return fmt::format("compute_units={} device={} fallback={} split={} pins={} min_partition_nodes={}",
-                     cu, dev.empty() ? "default" : dev,
-                     fallback == Fallback::Strict ? "strict" : "allow",
-                     split == SplitMode::Pipeline ? "pipeline" : "none", pins.size(),
-                     min_partition_nodes);
+  return fmt::format(
+      "compute_units={} device={} fallback={} split={} pins={} min_partition_nodes={}", cu,
+      dev.empty() ? "default" : dev, fallback == Fallback::Strict ? "strict" : "allow",
+      split == SplitMode::Pipeline ? "pipeline" : "none", pins.size(), min_partition_nodes);
 }
 
 ComputeUnits parse_compute_units(const std::string& text) {

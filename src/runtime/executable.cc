@@ -16,7 +16,8 @@ namespace {
 
 std::string datum_signature(const ir::Datum& d) {
   if (d.is_tensor())
-    return fmt::format("{}{}", ir::dtype_name(d.tensor.dtype()), ir::shape_to_string(d.tensor.shape()));
+    return fmt::format("{}{}", ir::dtype_name(d.tensor.dtype()),
+                       ir::shape_to_string(d.tensor.shape()));
   if (d.is_sequence()) {
     std::string s = "seq(";
     for (const auto& t : d.sequence) s += ir::shape_to_string(t.shape()) + ";";
@@ -49,8 +50,7 @@ void optimize_graph(ir::Graph& graph, const backends::KernelRegistry& kernels) {
 }  // namespace
 
 std::shared_ptr<const Executable> Executable::compile(
-    std::unique_ptr<ir::Graph> graph,
-    std::vector<std::shared_ptr<const backends::Backend>> devices,
+    std::unique_ptr<ir::Graph> graph, std::vector<std::shared_ptr<const backends::Backend>> devices,
     const CompileOptions& options) {
   SY_CHECK(graph != nullptr, InvalidArgument, "compile: no graph given");
   SY_CHECK(!devices.empty() && devices[0]->device().is_host, Internal,
@@ -91,7 +91,8 @@ std::shared_ptr<const Executable> Executable::compile(
       exe->partition_inputs_[p].push_back(id);
       last_use[id] = static_cast<int>(p);
     }
-    for (const ir::Value* v : pl.partitions[p].outputs) exe->partition_outputs_[p].push_back(id_of(v));
+    for (const ir::Value* v : pl.partitions[p].outputs)
+      exe->partition_outputs_[p].push_back(id_of(v));
   }
   std::set<int> keep;
   for (const ir::Value* v : graph->outputs())
@@ -154,14 +155,13 @@ std::string Executable::check_inputs(const std::vector<ir::Datum>& inputs) const
       int64_t got = t.shape()[k];
       if (dim.is_static()) {
         SY_CHECK(got == dim.value, InvalidArgument,
-                 "input '{}': dim {} is {}, expected {} (shape {} given, {} declared)", v.name(),
-                 k, got, dim.value, ir::shape_to_string(t.shape()),
-                 ir::shape_to_string(*want.shape));
+                 "input '{}': dim {} is {}, expected {} (shape {} given, {} declared)", v.name(), k,
+                 got, dim.value, ir::shape_to_string(t.shape()), ir::shape_to_string(*want.shape));
       } else if (dim.is_symbolic()) {
         auto [it, fresh] = symbols.emplace(dim.symbol, std::make_pair(got, v.name()));
         SY_CHECK(fresh || it->second.first == got, InvalidArgument,
-                 "input '{}': dim '{}' is {}, but input '{}' gave it {}", v.name(), dim.symbol,
-                 got, it->second.second, it->second.first);
+                 "input '{}': dim '{}' is {}, but input '{}' gave it {}", v.name(), dim.symbol, got,
+                 it->second.second, it->second.first);
       }
     }
   }
@@ -266,7 +266,8 @@ std::vector<ir::Datum> Executable::run(std::vector<ir::Datum> inputs, RunStats* 
     std::map<int, ir::Datum> shape_only;
     for (const placement::PlannedCopy* c : shape_transfers_before_[p]) {
       // Only the shape crosses: a tensor without data, read by Shape/Size alone.
-      const ir::Datum& src = where[static_cast<size_t>(value_id(c->value))][static_cast<size_t>(c->from_device)];
+      const ir::Datum& src =
+          where[static_cast<size_t>(value_id(c->value))][static_cast<size_t>(c->from_device)];
       SY_ASSERT(src.is_tensor());
       shape_only[value_id(c->value)] =
           ir::Datum(ir::Tensor::wrap(src.tensor.dtype(), src.tensor.shape(), nullptr, nullptr));
@@ -338,8 +339,8 @@ std::vector<ir::Datum> Executable::run(const std::map<std::string, ir::Datum>& i
   size_t used = 0;
   for (const ir::Value* v : graph_->inputs()) {
     auto it = inputs.find(v->name());
-    SY_CHECK(it != inputs.end(), InvalidArgument, "input '{}' is missing (expected {})",
-             v->name(), v->type().to_string());
+    SY_CHECK(it != inputs.end(), InvalidArgument, "input '{}' is missing (expected {})", v->name(),
+             v->type().to_string());
     ordered.push_back(it->second);
     ++used;
   }

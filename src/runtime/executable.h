@@ -35,7 +35,7 @@ struct RunStats {
   size_t peak_bytes = 0;         ///< peak bytes of intermediate values, all devices together
   bool shape_cache_hit = false;  ///< prepared state for this shape signature was reused
   std::string shape_signature;
-  int copies = 0;           ///< values copied between devices in this run
+  int copies = 0;  ///< values copied between devices in this run
   size_t copied_bytes = 0;
 };
 

@@ -30,8 +30,8 @@ std::vector<int64_t> parse_shape(const std::string& text) {
 std::vector<int64_t> resolve_input_shape(const ir::Value& input, const InputSpec& spec) {
   const ir::Type* type = &input.type();
   if (type->is_optional() && type->element) type = type->element.get();
-  SY_CHECK(type->is_tensor(), InvalidArgument,
-           "input '{}' is a {}; give it in the inputs file", input.name(), type->to_string());
+  SY_CHECK(type->is_tensor(), InvalidArgument, "input '{}' is a {}; give it in the inputs file",
+           input.name(), type->to_string());
   auto given = spec.shapes.find(input.name());
   if (given != spec.shapes.end()) {
     const std::vector<int64_t>& shape = given->second;

@@ -131,7 +131,8 @@ Outcome run_case(const fs::path& dir) {
   } catch (const Error& e) {
     // Training ops live in a preview domain the importer refuses; classify by the message.
     for (const auto& [op, why] : kOutOfScopeOps)
-      if (std::string(e.what()).find("'" + op + "'") != std::string::npos) return {Outcome::Skip, why};
+      if (std::string(e.what()).find("'" + op + "'") != std::string::npos)
+        return {Outcome::Skip, why};
     if (std::string(e.what()).find("ai.onnx.preview.training") != std::string::npos)
       return {Outcome::Skip, "training op (out of scope)"};
     return {Outcome::Fail, e.what()};
@@ -176,14 +177,14 @@ Outcome run_case(const fs::path& dir) {
       while (inputs.size() < input_types.size()) inputs.emplace_back();
       std::vector<ir::Datum> outputs = exe->run(std::move(inputs));
       if (outputs.size() < output_files.size())
-        return {Outcome::Fail, fmt::format("{} outputs, expected {}", outputs.size(),
-                                           output_files.size())};
+        return {Outcome::Fail,
+                fmt::format("{} outputs, expected {}", outputs.size(), output_files.size())};
       for (size_t i = 0; i < output_files.size(); ++i) {
         ir::Datum want = onnx_import::read_value_file(
             output_files[i].string(), i < output_types.size() ? output_types[i] : ir::Type{});
         if (outputs[i].is_tensor()) want = as_bfloat16_if_expected(want, outputs[i].tensor.dtype());
-        std::string diff = compare(fmt::format("{} output {}", set.filename().string(), i),
-                                   outputs[i], want);
+        std::string diff =
+            compare(fmt::format("{} output {}", set.filename().string(), i), outputs[i], want);
         if (!diff.empty()) return {Outcome::Fail, diff};
       }
     } catch (const Error& e) {
@@ -265,21 +266,30 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--data") data = next();
-    else if (a == "--folder") folders = next();
-    else if (a == "--filter") filter = next();
-    else if (a == "--expected") expected_path = next();
-    else if (a == "--timeout") timeout_s = std::stoi(next());
-    else if (a == "--verbose") verbose = true;
-    else if (a == "--check") check = true;
+    if (a == "--data")
+      data = next();
+    else if (a == "--folder")
+      folders = next();
+    else if (a == "--filter")
+      filter = next();
+    else if (a == "--expected")
+      expected_path = next();
+    else if (a == "--timeout")
+      timeout_s = std::stoi(next());
+    else if (a == "--verbose")
+      verbose = true;
+    else if (a == "--check")
+      check = true;
     else {
       fmt::print(stderr, "unknown argument '{}'\n", a);
       return 2;
     }
   }
   if (!fs::exists(data)) {
-    fmt::print("conformance: test data folder {} not found (install libonnx-testdata); "
-               "0 passed, 0 failed\n", data);
+    fmt::print(
+        "conformance: test data folder {} not found (install libonnx-testdata); "
+        "0 passed, 0 failed\n",
+        data);
     return check ? 1 : 0;
   }
   // Expected failures: "folder/case  reason".

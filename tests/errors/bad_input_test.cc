@@ -100,7 +100,8 @@ TEST_F(BadInput, GoodModelRuns) {
 TEST_F(BadInput, TruncatedFile) {
   std::string bytes = small_model().SerializeAsString();
   fs::path p = dir_ / "truncated.onnx";
-  std::ofstream(p, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size() / 2));
+  std::ofstream(p, std::ios::binary)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size() / 2));
   expect_error([&] { Model::load(p.string()); }, ErrorCode::InvalidModel, {"truncated.onnx"});
 }
 
@@ -110,7 +111,8 @@ TEST_F(BadInput, RandomBytes) {
     std::string bytes(1000 + trial * 37, '\0');
     for (char& c : bytes) c = static_cast<char>(rng());
     fs::path p = dir_ / "random.onnx";
-    std::ofstream(p, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    std::ofstream(p, std::ios::binary)
+        .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     try {
       Model::load(p.string()).compile();
     } catch (const Error& e) {
@@ -146,21 +148,32 @@ TEST_F(BadInput, BadAttribute) {
   axis->set_type(onnx::AttributeProto::STRING);
   axis->set_s("one");
   m.mutable_graph()->mutable_output(0)->set_name("Z");
-  expect_error([&] { Model::load(save(m)).compile(); }, ErrorCode::InvalidModel,
-               {"cat", "axis"});
+  expect_error([&] { Model::load(save(m)).compile(); }, ErrorCode::InvalidModel, {"cat", "axis"});
 }
 
 TEST_F(BadInput, WrongInputDtypeRankShapeAndMissing) {
   Executable exe = Model::load(save(small_model())).compile({.num_threads = 1});
-  expect_error([&] { exe.run({{"X", Tensor(DType::Int32, {2, 4})}}); }, ErrorCode::InvalidArgument,
-               {"X", "int32"});
-  expect_error([&] { exe.run({{"X", Tensor(DType::Float32, {8})}}); }, ErrorCode::InvalidArgument,
-               {"X", "rank"});
-  expect_error([&] { exe.run({{"X", Tensor(DType::Float32, {2, 5})}}); },
-               ErrorCode::InvalidArgument, {"X", "dim 1"});
+  expect_error(
+      [&] {
+        exe.run({{"X", Tensor(DType::Int32, {2, 4})}});
+      },
+      ErrorCode::InvalidArgument, {"X", "int32"});
+  expect_error(
+      [&] {
+        exe.run({{"X", Tensor(DType::Float32, {8})}});
+      },
+      ErrorCode::InvalidArgument, {"X", "rank"});
+  expect_error(
+      [&] {
+        exe.run({{"X", Tensor(DType::Float32, {2, 5})}});
+      },
+      ErrorCode::InvalidArgument, {"X", "dim 1"});
   expect_error([&] { exe.run({}); }, ErrorCode::InvalidArgument, {"X", "missing"});
-  expect_error([&] { exe.run({{"X", Tensor(DType::Float32, {2, 4})}, {"Q", Tensor()}}); },
-               ErrorCode::InvalidArgument, {"Q"});
+  expect_error(
+      [&] {
+        exe.run({{"X", Tensor(DType::Float32, {2, 4})}, {"Q", Tensor()}});
+      },
+      ErrorCode::InvalidArgument, {"Q"});
 }
 
 // Moves W's data to an external file and points `location` at `path`.

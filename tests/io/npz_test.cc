@@ -56,15 +56,21 @@ Tensor random_tensor(DType dtype, const std::vector<int64_t>& shape, std::mt1993
   std::uniform_real_distribution<double> real(-100.0, 100.0);
   for (int64_t i = 0; i < t.numel(); ++i) {
     switch (dtype) {
-      case DType::Float32: t.data<float>()[i] = static_cast<float>(real(rng)); break;
-      case DType::Float64: t.data<double>()[i] = real(rng); break;
+      case DType::Float32:
+        t.data<float>()[i] = static_cast<float>(real(rng));
+        break;
+      case DType::Float64:
+        t.data<double>()[i] = real(rng);
+        break;
       case DType::Float16:
         t.data<uint16_t>()[i] = ir::float_to_half(static_cast<float>(real(rng)));
         break;
       case DType::BFloat16:
         t.data<uint16_t>()[i] = ir::float_to_bfloat16(static_cast<float>(real(rng)));
         break;
-      case DType::Bool: t.data<bool>()[i] = (rng() & 1) != 0; break;
+      case DType::Bool:
+        t.data<bool>()[i] = (rng() & 1) != 0;
+        break;
       case DType::String: {
         std::string s;
         for (uint64_t k = rng() % 4; k > 0; --k) s += kPieces[rng() % std::size(kPieces)];
@@ -73,8 +79,8 @@ Tensor random_tensor(DType dtype, const std::vector<int64_t>& shape, std::mt1993
       }
       default: {
         uint64_t bits = rng();
-        std::memcpy(static_cast<uint8_t*>(t.raw()) + static_cast<size_t>(i) * t.nbytes() /
-                                                         static_cast<size_t>(t.numel()),
+        std::memcpy(static_cast<uint8_t*>(t.raw()) +
+                        static_cast<size_t>(i) * t.nbytes() / static_cast<size_t>(t.numel()),
                     &bits, ir::dtype_size(dtype));
       }
     }
@@ -300,10 +306,9 @@ DType dtype_of_descr(const std::string& descr) {
   const std::string d = descr.substr(1);
   if (d[0] == 'U' || d[0] == 'S') return DType::String;
   static const std::pair<const char*, DType> kMap[] = {
-      {"f2", DType::Float16}, {"f4", DType::Float32}, {"f8", DType::Float64},
-      {"b1", DType::Bool},    {"i1", DType::Int8},    {"u1", DType::UInt8},
-      {"i2", DType::Int16},   {"u2", DType::UInt16},  {"i4", DType::Int32},
-      {"u4", DType::UInt32},  {"i8", DType::Int64},   {"u8", DType::UInt64},
+      {"f2", DType::Float16}, {"f4", DType::Float32}, {"f8", DType::Float64}, {"b1", DType::Bool},
+      {"i1", DType::Int8},    {"u1", DType::UInt8},   {"i2", DType::Int16},   {"u2", DType::UInt16},
+      {"i4", DType::Int32},   {"u4", DType::UInt32},  {"i8", DType::Int64},   {"u8", DType::UInt64},
   };
   for (auto [name, dtype] : kMap) {
     if (d == name) return dtype;
@@ -426,9 +431,11 @@ TEST_F(NpzTest, ReadsZip64DeflateAndDataDescriptorVariants) {
   const Tensor a = random_tensor(DType::Float32, {16, 9}, rng);
   const Tensor b = random_tensor(DType::String, {2, 2}, rng);
   const Tensor c = random_tensor(DType::UInt16, {0}, rng);
-  const std::vector<ZipMember> members = {
-      {"a.npy", serialize_npy(a)}, {"dir/", {}}, {"b.npy", serialize_npy(b)},
-      {"notes.txt", {'h', 'i'}},   {"c.npy", serialize_npy(c)}};
+  const std::vector<ZipMember> members = {{"a.npy", serialize_npy(a)},
+                                          {"dir/", {}},
+                                          {"b.npy", serialize_npy(b)},
+                                          {"notes.txt", {'h', 'i'}},
+                                          {"c.npy", serialize_npy(c)}};
   std::vector<std::string> files;
   for (int mask = 0; mask < 8; ++mask) {
     ZipOptions o{(mask & 1) != 0, (mask & 2) != 0, (mask & 4) != 0};
@@ -688,8 +695,8 @@ TEST_F(NpzTest, ParsesHandWrittenHeaders) {
   EXPECT_EQ(ft.to_int_vector(), (std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
 
   // Double quotes, keys in another order; bool bytes other than 0/1 read as true.
-  const auto b = make_npy("{\"shape\": (3,), \"fortran_order\": False, \"descr\": \"|b1\"}",
-                          {0, 2, 1});
+  const auto b =
+      make_npy("{\"shape\": (3,), \"fortran_order\": False, \"descr\": \"|b1\"}", {0, 2, 1});
   const Tensor bt = parse_npy(b.data(), b.size(), "b");
   ASSERT_EQ(bt.dtype(), DType::Bool);
   EXPECT_FALSE(bt.data<bool>()[0]);
@@ -739,9 +746,11 @@ TEST_F(NpzTest, RejectsBadHeaders) {
        ErrorCode::InvalidArgument},
       {"{'descr': '<f4', 'fortran_order': False, 'shape': (), }", std::vector<uint8_t>(5),
        ErrorCode::InvalidArgument},
-      {"{'descr': '<U0', 'fortran_order': False, 'shape': (1000000000,), }", {},
+      {"{'descr': '<U0', 'fortran_order': False, 'shape': (1000000000,), }",
+       {},
        ErrorCode::InvalidArgument},
-      {"{'descr': '<U1', 'fortran_order': False, 'shape': (1,), }", {0x00, 0xD8, 0, 0},
+      {"{'descr': '<U1', 'fortran_order': False, 'shape': (1,), }",
+       {0x00, 0xD8, 0, 0},
        ErrorCode::InvalidArgument},
       {"{'descr': '<q9', 'fortran_order': False, 'shape': (1,), }", four,
        ErrorCode::InvalidArgument},
@@ -819,9 +828,9 @@ TEST_F(NpzTest, MutatedArchivesNeverCrash) {
   }
   const std::string ours = path("ours.npz");
   write_npz(ours, sample_arrays(6));
-  const std::vector<std::vector<uint8_t>> bases = {
-      read_bytes(ours), build_zip(members, {true, true, true}), build_zip(members, {true, false,
-                                                                                    false})};
+  const std::vector<std::vector<uint8_t>> bases = {read_bytes(ours),
+                                                   build_zip(members, {true, true, true}),
+                                                   build_zip(members, {true, false, false})};
   const std::string p = path("mutated.npz");
   int threw = 0, total = 0;
   for (const std::vector<uint8_t>& base : bases) {

@@ -60,8 +60,8 @@ TEST(Executable, RunsConcurrentlyFromFourThreadsAtDifferentShapes) {
       try {
         for (int iter = 0; iter < 25; ++iter) {
           int64_t n = 1 + (t * 7 + iter) % 9;
-          ir::Tensor x = random_tensor(ir::DType::Float32, {n, 64},
-                                       static_cast<uint64_t>(100 * t + iter));
+          ir::Tensor x =
+              random_tensor(ir::DType::Float32, {n, 64}, static_cast<uint64_t>(100 * t + iter));
           auto out = exe->run(std::vector<ir::Datum>{ir::Datum(x)});
           std::vector<float> want = dense_reference(x, w, b);
           const ir::Tensor& y = out[0].tensor;
@@ -92,9 +92,10 @@ TEST(Executable, ReusesBuffersByLivenessAndReportsPeak) {
   // A chain of 12 elementwise ops on a 1 MB tensor: with liveness-based reuse the peak holds a
   // few buffers, not twelve.
   auto g = std::make_unique<ir::Graph>("chain");
-  ir::Value* v = g->add_input("X", ir::Type::tensor(ir::DType::Float32, ir::make_shape({256, 1024})));
-  const char* chain[] = {"Neg", "Sigmoid", "Neg", "Abs", "Sqrt", "Neg",
-                         "Exp", "Neg", "Abs", "Relu", "Neg", "Abs"};
+  ir::Value* v =
+      g->add_input("X", ir::Type::tensor(ir::DType::Float32, ir::make_shape({256, 1024})));
+  const char* chain[] = {"Neg", "Sigmoid", "Neg", "Abs",  "Sqrt", "Neg",
+                         "Exp", "Neg",     "Abs", "Relu", "Neg",  "Abs"};
   for (int i = 0; i < 12; ++i)
     v = g->add_node(chain[i], "", {v}, {"v" + std::to_string(i)})->output(0);
   g->add_output(v);
@@ -107,7 +108,8 @@ TEST(Executable, ReusesBuffersByLivenessAndReportsPeak) {
   EXPECT_LE(stats.peak_bytes, 3 * one) << "peak " << stats.peak_bytes;
   for (int64_t i = 0; i < x.numel(); i += 997) {
     // Neg, Sigmoid, Neg, Abs, Sqrt, Neg, Exp, then Neg/Abs/Relu/Neg/Abs leave it unchanged.
-    double r = std::exp(-std::sqrt(1.0 / (1.0 + std::exp(static_cast<double>(x.data<float>()[i])))));
+    double r =
+        std::exp(-std::sqrt(1.0 / (1.0 + std::exp(static_cast<double>(x.data<float>()[i])))));
     EXPECT_NEAR(out[0].tensor.data<float>()[i], r, 1e-6);
   }
 }
@@ -124,8 +126,7 @@ TEST(Executable, ShapeCacheIsBoundedAndHits) {
              &stats);
   EXPECT_FALSE(stats.shape_cache_hit);
   EXPECT_EQ(exe->cached_shape_signatures(), 3u);
-  exe->run(std::vector<ir::Datum>{ir::Datum(random_tensor(ir::DType::Float32, {6, 8}, 6))},
-           &stats);
+  exe->run(std::vector<ir::Datum>{ir::Datum(random_tensor(ir::DType::Float32, {6, 8}, 6))}, &stats);
   EXPECT_TRUE(stats.shape_cache_hit);
 }
 

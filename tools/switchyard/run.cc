@@ -10,10 +10,10 @@
 #include "commands.h"
 #include "io/npz.h"
 #include "ir/check.h"
-#include "runtime/executable.h"
-#include "runtime/inputs.h"
 #include "placement/report.h"
 #include "placement_options.h"
+#include "runtime/executable.h"
+#include "runtime/inputs.h"
 #include "switchyard/switchyard.hpp"
 
 #include <fstream>
@@ -172,11 +172,11 @@ int run_command(const RunArgs& args) {
       fmt::print("output {}: {} {}\n", s.name, s.dtype, s.shape);
     }
   }
-  fmt::print("time: median {:.3f} ms over {} iteration{}; peak intermediate memory {:.2f} MB; "
-             "{} cop{} between devices per run\n",
-             median, args.iterations, args.iterations == 1 ? "" : "s",
-             static_cast<double>(stats.peak_bytes) / 1e6, stats.copies,
-             stats.copies == 1 ? "y" : "ies");
+  fmt::print(
+      "time: median {:.3f} ms over {} iteration{}; peak intermediate memory {:.2f} MB; "
+      "{} cop{} between devices per run\n",
+      median, args.iterations, args.iterations == 1 ? "" : "s",
+      static_cast<double>(stats.peak_bytes) / 1e6, stats.copies, stats.copies == 1 ? "y" : "ies");
   if (!args.trace_path.empty()) fmt::print("trace written to {}\n", args.trace_path);
   if (!args.outputs_path.empty()) fmt::print("outputs written to {}\n", args.outputs_path);
   return 0;

@@ -26,7 +26,8 @@ class SimPartition : public backends::CompiledPartition {
     for (size_t i = 0; i < inputs.size(); ++i) {
       const ir::Datum& d = inputs[i];
       bool resident = true;
-      if (d.is_tensor()) resident = d.tensor.dtype() == ir::DType::String || backend_.owns(d.tensor);
+      if (d.is_tensor())
+        resident = d.tensor.dtype() == ir::DType::String || backend_.owns(d.tensor);
       for (const ir::Tensor& t : d.sequence)
         resident = resident && (t.dtype() == ir::DType::String || backend_.owns(t));
       SY_CHECK(resident, Internal, "value '{}' reached {} without a copy into its memory",
@@ -43,11 +44,13 @@ class SimPartition : public backends::CompiledPartition {
 
 }  // namespace
 
-SimBackend::SimBackend(int index, SimDeviceConfig config) : index_(index), config_(std::move(config)) {
+SimBackend::SimBackend(int index, SimDeviceConfig config)
+    : index_(index), config_(std::move(config)) {
   info_.id = "sim:" + std::to_string(index);
   info_.kind = "sim";
   info_.index = index;
-  info_.name = config_.name.empty() ? "simulated accelerator " + std::to_string(index) : config_.name;
+  info_.name =
+      config_.name.empty() ? "simulated accelerator " + std::to_string(index) : config_.name;
   info_.memory_bytes = config_.memory_bytes;
   info_.gflops = config_.gflops;
   info_.gbytes_per_s = config_.gbytes_per_s;
@@ -113,14 +116,13 @@ std::vector<SimDeviceConfig> parse_sim_config(const std::string& path) {
   std::vector<SimDeviceConfig> out;
   for (size_t i = 0; i < j.size(); ++i) {
     const auto& d = j[i];
-    SY_CHECK(d.is_object(), InvalidArgument, "--sim-config '{}': device {} is not an object",
-             path, i);
+    SY_CHECK(d.is_object(), InvalidArgument, "--sim-config '{}': device {} is not an object", path,
+             i);
     SimDeviceConfig c;
     auto number = [&](const char* key, double& field, double min) {
       if (!d.contains(key)) return;
       SY_CHECK(d[key].is_number() && d[key].get<double>() >= min, InvalidArgument,
-               "--sim-config '{}': device {} field '{}' must be a number >= {}", path, i, key,
-               min);
+               "--sim-config '{}': device {} field '{}' must be a number >= {}", path, i, key, min);
       field = d[key].get<double>();
     };
     auto op_list = [&](const char* key, std::set<std::string>& field) {

@@ -17,8 +17,8 @@ namespace switchyard::sim {
 /// One simulated device as --sim-config describes it (schema in docs/placement.md).
 struct SimDeviceConfig {
   std::string name;
-  bool all_ops = true;              ///< "ops": "all" (default) or a list
-  std::set<std::string> ops;        ///< when !all_ops: the op types it runs
+  bool all_ops = true;        ///< "ops": "all" (default) or a list
+  std::set<std::string> ops;  ///< when !all_ops: the op types it runs
   std::set<std::string> exclude_ops;
   // Defaults describe a modest accelerator: faster than the host at arithmetic, with a PCIe-like
   // link, so that island merging has real trade-offs to weigh.
