@@ -39,6 +39,9 @@ demo: build $(DEMO_MODEL)
 	$(SWITCHYARD) info $(DEMO_MODEL)
 	@echo
 	$(SWITCHYARD) run $(DEMO_MODEL) --dim batch=1 --seed 7 --iterations 10 --outputs $(BUILD)/demo/outputs.npz
+	@echo
+	@echo "# The same model on a simulated accelerator that lacks two of its ops: placement says so."
+	$(SWITCHYARD) run $(DEMO_MODEL) --dim batch=1 --seed 7 --iterations 10 --sim-config examples/demo_sim.json --device sim:0
 
 # Unit and error tests under AddressSanitizer + UBSan (not part of CI).
 test-sanitize: deps
