@@ -7,6 +7,7 @@
 
 #include "backends/cpu/cpu_kernels.h"
 #include "commands.h"
+#include "switchyard/switchyard.hpp"
 
 namespace switchyard::tools {
 
@@ -26,14 +27,20 @@ std::string cpu_model_name() {
 
 void add_devices_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("devices", "List the devices found and the backends built");
-  cmd->callback([&exit_code] {
+  auto options = std::make_shared<Options>();
+  cmd->add_option("--sim", options->sim_devices, "also declare N simulated accelerators");
+  cmd->add_option("--sim-config", options->sim_config, "JSON file declaring simulated devices");
+  cmd->callback([options, &exit_code] {
     const auto& cpu = cpu::cpu_kernels();
     fmt::print("devices:\n");
     fmt::print("  cpu: {}, {} hardware threads\n", cpu_model_name(),
                std::thread::hardware_concurrency());
+    for (const std::string& id : available_devices(*options))
+      if (id != "cpu") fmt::print("  {}: simulated accelerator (declared)\n", id);
     fmt::print("backends:\n");
     fmt::print("  cpu: built, {} op types (oneDNN for Conv/MatMul/Gemm/pooling)\n",
                cpu.ops().size());
+    fmt::print("  sim: built (declare devices with --sim N or --sim-config FILE)\n");
     fmt::print("  cuda: not built into this binary\n");
     exit_code = 0;
   });
