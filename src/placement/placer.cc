@@ -238,7 +238,6 @@ class Placer {
         ++node;
       }
     }
-    stage_cost_total_ = total;
     return out;
   }
 
@@ -648,7 +647,6 @@ class Placer {
   std::map<int, std::string> preferred_reasons_;
   std::vector<std::vector<double>> estimates_;  // [device][node]; empty until asked, -1 unknown
   std::vector<signed char> host_runs_;          // per node: -1 unknown, 0 or 1
-  double stage_cost_total_ = 0;
 };
 
 }  // namespace
