@@ -7,6 +7,7 @@
 #include "ir/check.h"
 #include "onnx/import.h"
 #include "placement/report.h"
+#include "plugins.h"
 #include "runtime/executable.h"
 
 namespace switchyard {
@@ -74,8 +75,20 @@ placement::Policy make_policy(const Options& o) {
 std::vector<std::shared_ptr<const backends::Backend>> make_devices(const Options& o) {
   SY_CHECK(o.sim_devices == 0 || o.sim_config.empty(), InvalidArgument,
            "--sim and --sim-config both declare simulated devices; give one of them");
+  static const char* const kPrecisions[] = {"fp32", "tf32", "fp16", "bf16"};
+  SY_CHECK(std::find(std::begin(kPrecisions), std::end(kPrecisions), o.precision) !=
+               std::end(kPrecisions),
+           InvalidArgument, "--precision '{}': expected fp32, tf32, fp16 or bf16", o.precision);
   std::vector<std::shared_ptr<const backends::Backend>> devices;
   devices.push_back(std::make_shared<cpu::CpuBackend>());
+  backends::PluginConfig config;
+  config.precision = o.precision;
+  config.graphs = o.cuda_graphs;
+  for (const auto& limit : o.memory_limits) {
+    auto [device, bytes] = placement::parse_memory_limit(limit);
+    config.memory_limits[device] = bytes;
+  }
+  for (auto& gpu : plugins::create_cuda_backends(config)) devices.push_back(std::move(gpu));
   std::vector<std::shared_ptr<backends::Backend>> sims =
       o.sim_config.empty() ? sim::create_sim_backends(o.sim_devices)
                            : sim::create_sim_backends(sim::parse_sim_config(o.sim_config));
@@ -84,6 +97,23 @@ std::vector<std::shared_ptr<const backends::Backend>> make_devices(const Options
 }
 
 }  // namespace
+
+std::vector<BackendStatus> backend_status() {
+  const plugins::PluginState& s = plugins::cuda_plugin();
+  BackendStatus b{s.name, s.library, s.loaded, s.detail};
+  if (s.loaded) plugins::create_cuda_backends({}, &b.detail);
+  return {b};
+}
+
+std::vector<DeviceDescription> describe_devices(const Options& options) {
+  std::vector<DeviceDescription> out;
+  for (const auto& d : make_devices(options)) {
+    const backends::DeviceInfo& i = d->device();
+    out.push_back({i.id, i.kind, i.name, i.uuid, i.memory_bytes, i.sm_count,
+                   i.compute_capability, i.peers});
+  }
+  return out;
+}
 
 std::vector<std::string> available_devices(const Options& options) {
   std::vector<std::string> ids;

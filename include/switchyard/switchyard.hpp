@@ -54,7 +54,40 @@ struct Options {
   int sim_devices = 0;
   /// A JSON file declaring simulated accelerators with op subsets and costs.
   std::string sim_config;
+  /// Arithmetic precision on GPUs: "fp32" (default; TF32 off), "tf32" (float32 storage, TF32
+  /// matrix math), "fp16" or "bf16" (GPU partitions store float32 values in the narrower type;
+  /// reductions, Softmax and LayerNorm accumulate in float32).
+  std::string precision = "fp32";
+  /// Capture static-shape GPU partitions as CUDA graphs and replay them.
+  bool cuda_graphs = true;
 };
+
+/// A backend built as a plugin (the CUDA backend) and whether it loaded.
+struct BackendStatus {
+  std::string name;     ///< "cuda"
+  std::string library;  ///< the shared library looked for
+  bool loaded = false;
+  /// Why it did not load, or what it found ("1 device: NVIDIA H200").
+  std::string detail;
+};
+
+/// A device as discovery found it.
+struct DeviceDescription {
+  std::string id;    ///< "cpu", "cuda:0", "sim:1"
+  std::string kind;  ///< "cpu", "cuda", "sim"
+  std::string name;  ///< "NVIDIA H200"
+  std::string uuid;
+  uint64_t memory_bytes = 0;  ///< 0 for the host
+  int sm_count = 0;
+  std::string compute_capability;
+  std::vector<std::string> peers;  ///< GPUs it can access directly
+};
+
+/// The devices `options` makes available, in placement order, with what discovery found.
+SWITCHYARD_API std::vector<DeviceDescription> describe_devices(const Options& options = {});
+
+/// The plugin backends of this process and their state.
+SWITCHYARD_API std::vector<BackendStatus> backend_status();
 
 /// A graph input or output as declared: name, element type and dims ("batch", "3", "?").
 struct ValueInfo {

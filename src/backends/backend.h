@@ -23,6 +23,12 @@ struct DeviceInfo {
   uint64_t memory_bytes = 0;  ///< 0 = unknown / host memory
   bool is_host = false;       ///< values here are host memory (the cpu)
   bool is_gpu = false;        ///< counts as a GPU for compute units and defaults
+  /// Host code may read values in this device's memory (cpu, sim); false for GPUs, whose
+  /// values leave through Backend::copy_out.
+  bool host_addressable = true;
+  int sm_count = 0;                ///< GPUs: multiprocessors
+  std::string compute_capability;  ///< GPUs: "9.0"
+  std::vector<std::string> peers;  ///< GPUs: ids of devices it can access directly
   // Cost-model parameters (placement estimates; not promises).
   double gflops = 50.0;            ///< sustained arithmetic rate
   double gbytes_per_s = 20.0;      ///< sustained memory bandwidth
@@ -45,6 +51,9 @@ struct Partition {
   std::vector<const ir::Node*> nodes;     ///< in execution (topological) order
   std::vector<const ir::Value*> inputs;   ///< read from outside: graph inputs, other partitions
   std::vector<const ir::Value*> outputs;  ///< read by later partitions or graph outputs
+  /// Per input: 1 when every read of it here is a host input of its kernel
+  /// (Backend::host_inputs), so it arrives in host memory instead of this device's.
+  std::vector<char> input_on_host;
 };
 
 /// A partition lowered to one device.
@@ -55,6 +64,9 @@ class CompiledPartition {
   /// outputs in Partition::outputs order, in this device's memory.
   virtual std::vector<ir::Datum> run(std::vector<ir::Datum> inputs, RunState& state) const = 0;
 };
+
+/// Deep copy of a value (tensors, sequences) into `pool`'s memory (host-addressable pools).
+ir::Datum copy_datum(const ir::Datum& value, HostPool& pool);
 
 class Backend {
  public:
@@ -71,6 +83,16 @@ class Backend {
   /// Copies a value (host memory or another device's) into this device's memory, allocating
   /// from `pool` (a pool this backend created).
   virtual ir::Datum copy_in(const ir::Datum& value, HostPool& pool) const = 0;
+  /// Copies a value in this device's memory to host memory allocated from `host_pool` (a pool
+  /// of a host-addressable device). Only devices that are not host_addressable need this.
+  virtual ir::Datum copy_out(const ir::Datum& value, HostPool& host_pool) const {
+    return copy_datum(value, host_pool);
+  }
+  /// Inputs of the node this device's kernel reads on the host (shape-like values).
+  virtual std::vector<int> host_inputs(const ir::Node&) const { return {}; }
+  /// The arithmetic precision the node runs at here ("fp32", "fp16", ...); empty when the
+  /// node computes no floating-point values or the device has one precision.
+  virtual std::string precision_of(const ir::Node&) const { return ""; }
   /// Whether a tensor's storage lives in this device's memory (for checks and tests).
   virtual bool owns(const ir::Tensor& tensor) const = 0;
   /// The host kernels when this backend runs them (cpu, sim): used to fold constants.
@@ -80,9 +102,6 @@ class Backend {
 /// A partition run by a GraphProgram over `registry`'s kernels (the cpu and sim backends).
 std::unique_ptr<CompiledPartition> compile_program_partition(const Partition& partition,
                                                              const KernelRegistry& registry);
-/// Deep copy of a value (tensors, sequences) into `pool`'s memory.
-ir::Datum copy_datum(const ir::Datum& value, HostPool& pool);
-
 /// FLOPs and bytes of a node from its static types (shared by every backend's estimate()).
 CostEstimate estimate_node_work(const ir::Node& node);
 

@@ -22,6 +22,9 @@ struct RunState {
   Profiler* profiler = nullptr;
   /// The device running the current partition (for the profile).
   std::string device = "cpu";
+  /// Device-specific state of the running partition (the CUDA backend's stream and library
+  /// handles); nullptr on the cpu.
+  void* device_context = nullptr;
 };
 
 /// The values of one running graph, with a link to the enclosing graph's frame.

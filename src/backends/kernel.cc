@@ -76,6 +76,11 @@ const KernelDef* KernelRegistry::find(const ir::Node& node, Support* why) const 
   return nullptr;
 }
 
+std::vector<int> KernelRegistry::host_inputs(const ir::Node& node) const {
+  const KernelDef* def = find(node, nullptr);
+  return def ? def->host_inputs : std::vector<int>{};
+}
+
 Support KernelRegistry::supports(const ir::Node& node) const {
   Support why;
   return find(node, &why) ? Support::yes() : why;

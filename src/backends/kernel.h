@@ -97,6 +97,9 @@ struct KernelDef {
   /// Attribute or shape checks beyond dtype; absent = always ok.
   std::function<Support(const ir::Node&)> check;
   std::function<std::unique_ptr<Kernel>(const KernelInit&)> create;
+  /// Inputs the kernel reads on the host (shape-like values: Reshape's shape, Slice's starts):
+  /// a device backend receives these in host memory, so no device sync is needed to read them.
+  std::vector<int> host_inputs = {};
 };
 
 /// Helper for the common case: a kernel class constructible from KernelInit.
@@ -120,6 +123,8 @@ class KernelRegistry {
   Support supports(const ir::Node& node) const;
   /// Creates the node's kernel; throws Unsupported with the supports() reason.
   std::unique_ptr<Kernel> create(const ir::Node& node) const;
+  /// The inputs of the node's kernel that it reads on the host (KernelDef::host_inputs).
+  std::vector<int> host_inputs(const ir::Node& node) const;
   /// Ops with at least one kernel.
   std::vector<ops::OpKind> ops() const;
   const std::string& backend_name() const { return backend_name_; }

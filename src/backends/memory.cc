@@ -15,17 +15,30 @@ constexpr size_t kMaxCachedBytes = size_t{2} << 30;
 size_t round_up(size_t bytes) {
   return (std::max<size_t>(bytes, 1) + kAlign - 1) / kAlign * kAlign;
 }
+
+class MallocAllocator : public RawAllocator {
+ public:
+  void* allocate(size_t bytes) override {
+    void* p = std::aligned_alloc(kAlign, bytes);
+    if (!p) SY_THROW(OutOfMemory, "host allocation of {} bytes failed", bytes);
+    return p;
+  }
+  void release(void* p, size_t) override { std::free(p); }
+  void fill(void* p, int byte, size_t bytes) override { std::memset(p, byte, bytes); }
+};
 }  // namespace
 
-std::shared_ptr<HostPool> HostPool::create(bool poison, int memory_space) {
-  return std::shared_ptr<HostPool>(new HostPool(poison, memory_space));
+std::shared_ptr<HostPool> HostPool::create(bool poison, int memory_space,
+                                           std::shared_ptr<RawAllocator> raw) {
+  static const std::shared_ptr<RawAllocator> host = std::make_shared<MallocAllocator>();
+  return std::shared_ptr<HostPool>(new HostPool(poison, memory_space, raw ? raw : host));
 }
 
 void PoolDeleter::operator()(void* p) const {
   if (auto owner = pool.lock()) {
     owner->release(p, size);
   } else {
-    std::free(p);
+    raw->release(p, size);
   }
 }
 
@@ -35,7 +48,17 @@ int memory_space_of(const Tensor& tensor) {
 }
 
 HostPool::~HostPool() {
-  for (auto& [size, p] : free_) std::free(p);
+  for (auto& [size, p] : free_) raw_->release(p, size);
+}
+
+void HostPool::trim() {
+  std::multimap<size_t, void*> blocks;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    blocks.swap(free_);
+    cached_ = 0;
+  }
+  for (auto& [size, p] : blocks) raw_->release(p, size);
 }
 
 std::shared_ptr<void> HostPool::allocate(size_t bytes) {
@@ -55,22 +78,29 @@ std::shared_ptr<void> HostPool::allocate(size_t bytes) {
     peak_ = std::max(peak_, live_);
   }
   if (!p) {
-    p = std::aligned_alloc(kAlign, size);
-    if (!p) {
+    try {
+      try {
+        p = raw_->allocate(size);
+      } catch (const Error& e) {
+        if (e.code() != ErrorCode::OutOfMemory) throw;
+        trim();  // cached blocks of other sizes may make room
+        p = raw_->allocate(size);
+      }
+    } catch (...) {
       std::lock_guard<std::mutex> lock(mutex_);
       live_ -= size;
-      SY_THROW(OutOfMemory, "host allocation of {} bytes failed", size);
+      throw;
     }
   }
-  if (poison_) std::memset(p, 0xFF, size);
-  return std::shared_ptr<void>(p, PoolDeleter{weak_from_this(), size, memory_space_});
+  if (poison_) raw_->fill(p, 0xFF, size);
+  return std::shared_ptr<void>(p, PoolDeleter{weak_from_this(), size, memory_space_, raw_});
 }
 
 void HostPool::release(void* p, size_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   live_ -= bytes;
   if (cached_ + bytes > kMaxCachedBytes) {
-    std::free(p);
+    raw_->release(p, bytes);
     return;
   }
   free_.emplace(bytes, p);

@@ -17,12 +17,27 @@ namespace switchyard::backends {
 /// Memory space of plain host memory (the cpu). Other devices' pools use their own ids.
 constexpr int kHostMemorySpace = 0;
 
+/// Where a pool's blocks come from: plain host memory by default; a device backend supplies
+/// its own (cudaMalloc with a memory limit). Shared by a pool and the blocks it handed out.
+class RawAllocator {
+ public:
+  virtual ~RawAllocator() = default;
+  /// At least `bytes` bytes, 64-byte aligned; throws OutOfMemory naming the device.
+  virtual void* allocate(size_t bytes) = 0;
+  virtual void release(void* p, size_t bytes) = 0;
+  /// Fills a block with `byte` (poisoning fresh buffers).
+  virtual void fill(void* p, int byte, size_t bytes) = 0;
+};
+
+/// A pool of blocks from a RawAllocator (host memory unless one is given), recycled by size.
+/// The name is historical: device pools are HostPools with a device allocator.
 class HostPool : public std::enable_shared_from_this<HostPool> {
  public:
   /// Creates a pool; `poison` fills fresh buffers with 0xFF bytes (NaN for floats) so tests
   /// catch kernels that read outputs before writing them. `memory_space` tags every block,
   /// so a device can tell its values from others' (memory_space_of).
-  static std::shared_ptr<HostPool> create(bool poison = false, int memory_space = kHostMemorySpace);
+  static std::shared_ptr<HostPool> create(bool poison = false, int memory_space = kHostMemorySpace,
+                                          std::shared_ptr<RawAllocator> raw = nullptr);
   int memory_space() const { return memory_space_; }
   ~HostPool();
 
@@ -37,9 +52,12 @@ class HostPool : public std::enable_shared_from_this<HostPool> {
   void reset_peak();
   /// Bytes held in the free list (cached for reuse).
   size_t cached_bytes() const;
+  /// Returns every cached block to the allocator (after an allocation failed, say).
+  void trim();
 
  private:
-  HostPool(bool poison, int memory_space) : poison_(poison), memory_space_(memory_space) {}
+  HostPool(bool poison, int memory_space, std::shared_ptr<RawAllocator> raw)
+      : poison_(poison), memory_space_(memory_space), raw_(std::move(raw)) {}
   friend struct PoolDeleter;
   void release(void* p, size_t bytes);
   mutable std::mutex mutex_;
@@ -49,6 +67,7 @@ class HostPool : public std::enable_shared_from_this<HostPool> {
   size_t cached_ = 0;
   bool poison_ = false;
   int memory_space_ = kHostMemorySpace;
+  std::shared_ptr<RawAllocator> raw_;
 };
 
 /// The deleter of pool blocks: returns the block to its pool (or frees it once the pool is
@@ -57,6 +76,7 @@ struct PoolDeleter {
   std::weak_ptr<HostPool> pool;
   size_t size = 0;
   int memory_space = kHostMemorySpace;
+  std::shared_ptr<RawAllocator> raw;  ///< frees the block once the pool is gone
   void operator()(void* p) const;
 };
 

@@ -540,11 +540,35 @@ class Placer {
         if (n->op_type() != "Shape" && n->op_type() != "Size")
           for (const ir::Value* v : reads_[static_cast<size_t>(node_index_.at(n))])
             data_read.insert(v);
+      // On a device, values that every reading kernel takes on the host (shape-like inputs)
+      // go to the host instead, so the kernel needs no device sync to read them.
+      std::set<const ir::Value*> host_read, device_read;
+      if (!dev(pd).device().is_host) {
+        for (const ir::Node* n : p.nodes) {
+          std::vector<int> hi = dev(pd).host_inputs(*n);
+          std::set<const ir::Value*> direct;
+          for (size_t k = 0; k < n->num_inputs(); ++k) {
+            const ir::Value* v = n->input(k);
+            if (!v) continue;
+            direct.insert(v);
+            bool on_host = std::find(hi.begin(), hi.end(), static_cast<int>(k)) != hi.end();
+            (on_host ? host_read : device_read).insert(v);
+          }
+          for (const ir::Value* v : reads_[static_cast<size_t>(node_index_.at(n))])
+            if (!direct.count(v)) device_read.insert(v);
+        }
+      }
       for (const ir::Node* n : p.nodes) {
         for (const ir::Value* v : reads_[static_cast<size_t>(node_index_.at(n))]) {
           if (v->is_constant() || inside.count(v) || !seen.insert(v).second) continue;
           p.inputs.push_back(v);
+          bool on_host = host_read.count(v) && !device_read.count(v);
+          p.input_on_host.push_back(on_host ? 1 : 0);
           int home = home_of(v);
+          if (on_host) {
+            if (home != 0 && resident.insert({v, 0}).second) out.copies.push_back({v, home, 0, p.index});
+            continue;
+          }
           if (home == pd) continue;
           // Only the host takes a value's shape without its data: a device partition checks
           // that every input lives in its memory, so it gets a real copy.

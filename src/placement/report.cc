@@ -194,6 +194,7 @@ Json report_json(const PlacementReport& report) {
     entry["cause"] = cause_name(node.cause);
     entry["reason"] = node.reason;
     entry["partition"] = optional_index(node.partition);
+    if (!node.precision.empty()) entry["precision"] = node.precision;
     if (node.cause == Cause::Island) {
       entry["copy_cost_us"] = node.copy_cost_us;
       entry["saving_us"] = node.saving_us;
@@ -530,11 +531,16 @@ std::string format_text(const PlacementReport& report) {
   if (!report.policy.empty()) meta.push_back("policy: " + report.policy);
   if (!meta.empty()) out += join(meta, "  ") + "\n";
 
+  // The precision column appears when some device reports one (GPUs under --precision).
+  bool precisions = false;
+  for (const NodeDecision& node : report.nodes) precisions = precisions || !node.precision.empty();
   std::vector<std::vector<std::string>> rows = {
       {"node", "op", "device", "partition", "cause", "reason"}};
+  if (precisions) rows[0].insert(rows[0].begin() + 4, "precision");
   for (const NodeDecision& node : report.nodes) {
     rows.push_back({node.node, node.op, node.device, partition_label(node.partition, "-"),
                     cause_name(node.cause), full_reason(node)});
+    if (precisions) rows.back().insert(rows.back().begin() + 4, node.precision.empty() ? "-" : node.precision);
   }
   out += "\n" + format_table(rows, "", {false, false, false, true});
 

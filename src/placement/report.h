@@ -31,6 +31,9 @@ struct NodeDecision {
   /// Island moves: the estimated copy cost and compute saving that decided it (µs); else 0.
   double copy_cost_us = 0;
   double saving_us = 0;
+  /// The arithmetic precision the node runs at where its device reports one ("fp16");
+  /// filled in after the partitions compile.
+  std::string precision;
 };
 
 struct PartitionInfo {

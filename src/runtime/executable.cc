@@ -70,6 +70,14 @@ std::shared_ptr<const Executable> Executable::compile(
   for (size_t p = 0; p < pl.partitions.size(); ++p)
     exe->compiled_.push_back(
         raw[static_cast<size_t>(pl.partition_device[p])]->compile(pl.partitions[p]));
+  // Devices know each node's precision once they compiled it.
+  const auto& nodes = graph->nodes();
+  for (size_t i = 0; i < nodes.size() && i < exe->placement_.report.nodes.size(); ++i) {
+    int d = pl.node_device[i];
+    if (d >= 0)
+      exe->placement_.report.nodes[i].precision =
+          raw[static_cast<size_t>(d)]->precision_of(*nodes[i]);
+  }
 
   // Dense ids for the values that cross partitions, and when each can be dropped.
   auto id_of = [&](const ir::Value* v) {
@@ -239,7 +247,12 @@ std::vector<ir::Datum> Executable::run(std::vector<ir::Datum> inputs, RunStats* 
              devices_[from]->device().id);
     int64_t start = profiler ? profiler->now_us() : 0;
     const ir::Datum& src = where[static_cast<size_t>(id)][from];
-    where[static_cast<size_t>(id)][to] = devices_[to]->copy_in(src, *pools[to]);
+    // A device whose memory host code cannot read copies its values out itself.
+    const backends::Backend& source = *devices_[from];
+    where[static_cast<size_t>(id)][to] =
+        !source.device().host_addressable && devices_[to]->device().host_addressable
+            ? source.copy_out(src, *pools[to])
+            : devices_[to]->copy_in(src, *pools[to]);
     present[static_cast<size_t>(id)][to] = 1;
     ++copies;
     size_t bytes = src.is_tensor() ? src.tensor.nbytes() : 0;
@@ -273,9 +286,12 @@ std::vector<ir::Datum> Executable::run(std::vector<ir::Datum> inputs, RunStats* 
           ir::Datum(ir::Tensor::wrap(src.tensor.dtype(), src.tensor.shape(), nullptr, nullptr));
     }
     std::vector<ir::Datum> part_inputs;
-    for (int id : partition_inputs_[p]) {
-      if (present[static_cast<size_t>(id)][pd]) {
-        part_inputs.push_back(where[static_cast<size_t>(id)][pd]);
+    const std::vector<char>& on_host = pl.partitions[p].input_on_host;
+    for (size_t k = 0; k < partition_inputs_[p].size(); ++k) {
+      int id = partition_inputs_[p][k];
+      size_t at = k < on_host.size() && on_host[k] ? 0 : pd;
+      if (present[static_cast<size_t>(id)][at]) {
+        part_inputs.push_back(where[static_cast<size_t>(id)][at]);
       } else {
         auto it = shape_only.find(id);
         SY_CHECK(it != shape_only.end(), Internal, "value '{}' is not on {} for partition {}",

@@ -1,5 +1,6 @@
 // `switchyard devices`: the devices found and the backends built.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <fstream>
 #include <string>
@@ -35,13 +36,20 @@ void add_devices_command(CLI::App& app, int& exit_code) {
     fmt::print("devices:\n");
     fmt::print("  cpu: {}, {} hardware threads\n", cpu_model_name(),
                std::thread::hardware_concurrency());
-    for (const std::string& id : available_devices(*options))
-      if (id != "cpu") fmt::print("  {}: simulated accelerator (declared)\n", id);
+    for (const DeviceDescription& d : describe_devices(*options)) {
+      if (d.kind == "sim") fmt::print("  {}: simulated accelerator (declared)\n", d.id);
+      if (d.kind != "cuda") continue;
+      fmt::print("  {}: {}, {}, {:.1f} GiB, {} SMs, compute capability {}, peers: {}\n", d.id,
+                 d.name, d.uuid, static_cast<double>(d.memory_bytes) / (1 << 30), d.sm_count,
+                 d.compute_capability, d.peers.empty() ? "none" : fmt::format("{}", fmt::join(d.peers, ", ")));
+    }
     fmt::print("backends:\n");
     fmt::print("  cpu: built, {} op types (oneDNN for Conv/MatMul/Gemm/pooling)\n",
                cpu.ops().size());
     fmt::print("  sim: built (declare devices with --sim N or --sim-config FILE)\n");
-    fmt::print("  cuda: not built into this binary\n");
+    for (const BackendStatus& b : backend_status())
+      fmt::print("  {}: {} — {}\n", b.name, b.loaded ? "loaded from " + b.library : "not loaded",
+                 b.detail);
     exit_code = 0;
   });
 }

@@ -13,6 +13,10 @@ void add_placement_options(CLI::App* cmd, Options& o) {
                   "accelerator islands smaller than this move to the cpu");
   cmd->add_option("--memory-limit", o.memory_limits, "DEVICE=BYTES (K/M/G suffixes; repeatable)");
   cmd->add_option("--split", o.split, "none | pipeline");
+  cmd->add_option("--precision", o.precision,
+                  "GPU arithmetic: fp32 (default) | tf32 | fp16 | bf16");
+  cmd->add_flag("!--no-cuda-graphs", o.cuda_graphs,
+                "run GPU partitions kernel by kernel instead of replaying CUDA graphs");
   cmd->add_option("--sim", o.sim_devices, "declare N simulated accelerators (sim:0..N-1)");
   cmd->add_option("--sim-config", o.sim_config, "JSON file declaring simulated accelerators");
 }

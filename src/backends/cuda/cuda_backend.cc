@@ -1,0 +1,188 @@
+#include "backends/cuda/cuda_backend.h"
+
+#include <cstring>
+
+#include "backends/cuda/cuda_kernels.h"
+#include "ir/check.h"
+
+namespace switchyard::cuda {
+
+CudaBackend::CudaBackend(int index, const backends::PluginConfig& config)
+    : index_(index), precision_(parse_precision(config.precision)), graphs_(config.graphs) {
+  DeviceState& d = device_state(index);
+  const cudaDeviceProp& p = d.props();
+  info_.id = "cuda:" + std::to_string(index);
+  info_.kind = "cuda";
+  info_.index = index;
+  info_.name = p.name;
+  info_.uuid = d.uuid();
+  info_.memory_bytes = p.totalGlobalMem;
+  info_.is_gpu = true;
+  info_.host_addressable = false;
+  info_.sm_count = p.multiProcessorCount;
+  info_.compute_capability = fmt::format("{}.{}", p.major, p.minor);
+  int count = 0;
+  cudaGetDeviceCount(&count);
+  for (int other = 0; other < count; ++other) {
+    int can = 0;
+    if (other != index && cudaDeviceCanAccessPeer(&can, index, other) == cudaSuccess && can)
+      info_.peers.push_back("cuda:" + std::to_string(other));
+  }
+  // Cost model: fp32 FMA rate (128 lanes per SM on sm_80+) and DRAM bandwidth (DDR: 2
+  // transfers per clock); 16x the arithmetic rate where matrix units take fp16/bf16.
+  double sm_ghz = d.sm_clock_khz() > 0 ? d.sm_clock_khz() / 1e6 : 1.5;
+  info_.gflops = p.multiProcessorCount * 128.0 * 2.0 * sm_ghz;
+  if (precision_ == Precision::Fp16 || precision_ == Precision::Bf16) info_.gflops *= 16;
+  if (precision_ == Precision::Tf32) info_.gflops *= 8;
+  double mem_ghz = d.memory_clock_khz() > 0 ? d.memory_clock_khz() / 1e6 : 1.0;
+  info_.gbytes_per_s = 2.0 * mem_ghz * p.memoryBusWidth / 8.0;
+  if (info_.gbytes_per_s <= 0) info_.gbytes_per_s = 1000;
+  info_.copy_latency_us = 10;
+  info_.copy_gbytes_per_s = 20;
+  auto limit = config.memory_limits.find(info_.id);
+  uint64_t bytes = limit == config.memory_limits.end() ? 0 : limit->second;
+  if (!bytes) {
+    for (const auto& [id, b] : config.memory_limits)
+      if (id.rfind("cuda:uuid=", 0) == 0 && info_.uuid.rfind(id.substr(10), 0) == 0) bytes = b;
+  }
+  allocator_ = std::make_shared<DeviceAllocator>(index, bytes);
+  if (bytes) info_.memory_bytes = std::min<uint64_t>(info_.memory_bytes, bytes);
+}
+
+backends::Support CudaBackend::supports(const ir::Node& node) const {
+  if (!node.subgraphs().empty())
+    return backends::Support::no(
+        fmt::format("{} has a graph body; control flow runs on the cpu", node.op_type()));
+  backends::Support s = cuda_kernels().supports(node);
+  if (!s.ok) return backends::Support::no(fmt::format("no CUDA kernel: {}", s.reason));
+  return s;
+}
+
+backends::CostEstimate CudaBackend::estimate(const ir::Node& node) const {
+  backends::CostEstimate e = Backend::estimate(node);
+  e.microseconds += 2.0;  // a kernel launch (hidden by CUDA graphs, but not free)
+  return e;
+}
+
+std::unique_ptr<backends::CompiledPartition> CudaBackend::compile(
+    const backends::Partition& partition) const {
+  check_device_alive(index_);
+  return compile_cuda_partition(partition, *this);
+}
+
+std::shared_ptr<backends::HostPool> CudaBackend::create_pool(bool poison) const {
+  return backends::HostPool::create(poison, memory_space_of_device(index_), allocator_);
+}
+
+namespace {
+
+ir::Tensor device_tensor(const ir::Tensor& like, backends::HostPool& pool) {
+  std::shared_ptr<void> storage = pool.allocate(like.nbytes());
+  void* data = storage.get();
+  return ir::Tensor::wrap(like.dtype(), like.shape(), std::move(storage), data);
+}
+
+}  // namespace
+
+ir::Datum CudaBackend::copy_in(const ir::Datum& value, backends::HostPool& pool) const {
+  SY_ASSERT(pool.memory_space() == memory_space_of_device(index_));
+  auto one = [&](const ir::Tensor& t) {
+    SY_CHECK(t.dtype() != ir::DType::String, Unsupported,
+             "string tensors cannot be copied to {}", info_.id);
+    ir::Tensor out = device_tensor(t, pool);
+    if (!t.nbytes()) return out;
+    int from = device_of_memory_space(backends::memory_space_of(t));
+    if (from < 0) {
+      device_state(index_).copy_from_host(out.raw(), t.raw(), t.nbytes());
+    } else {
+      // Another GPU (peer access where enabled; staged by the driver otherwise) or this one.
+      use_device(index_);
+      check_device_alive(from);
+      SY_CUDA_CHECK(cudaMemcpyPeer(out.raw(), index_, t.raw(), from, t.nbytes()));
+    }
+    return out;
+  };
+  if (value.is_tensor()) return ir::Datum(one(value.tensor));
+  if (value.is_sequence()) {
+    std::vector<ir::Tensor> items;
+    for (const ir::Tensor& t : value.sequence) items.push_back(one(t));
+    return ir::Datum::make_sequence(value.sequence_dtype, std::move(items));
+  }
+  return value;
+}
+
+ir::Datum CudaBackend::copy_out(const ir::Datum& value, backends::HostPool& host_pool) const {
+  auto one = [&](const ir::Tensor& t) {
+    std::shared_ptr<void> storage = host_pool.allocate(t.nbytes());
+    void* data = storage.get();
+    ir::Tensor out = ir::Tensor::wrap(t.dtype(), t.shape(), std::move(storage), data);
+    if (!t.nbytes()) return out;
+    if (owns(t)) {
+      device_state(index_).copy_to_host(out.raw(), t.raw(), t.nbytes());
+    } else {
+      std::memcpy(out.raw(), t.raw(), t.nbytes());  // already host memory
+    }
+    return out;
+  };
+  if (value.is_tensor()) return ir::Datum(one(value.tensor));
+  if (value.is_sequence()) {
+    std::vector<ir::Tensor> items;
+    for (const ir::Tensor& t : value.sequence) items.push_back(one(t));
+    return ir::Datum::make_sequence(value.sequence_dtype, std::move(items));
+  }
+  return value;
+}
+
+std::vector<int> CudaBackend::host_inputs(const ir::Node& node) const {
+  return cuda_kernels().host_inputs(node);
+}
+
+void CudaBackend::record_precision(const ir::Node* node, std::string precision) const {
+  std::lock_guard<std::mutex> lock(precision_mutex_);
+  node_precision_[node] = std::move(precision);
+}
+
+std::string CudaBackend::precision_of(const ir::Node& node) const {
+  std::lock_guard<std::mutex> lock(precision_mutex_);
+  auto it = node_precision_.find(&node);
+  return it == node_precision_.end() ? "" : it->second;
+}
+
+bool CudaBackend::owns(const ir::Tensor& tensor) const {
+  return backends::memory_space_of(tensor) == memory_space_of_device(index_);
+}
+
+namespace {
+
+std::vector<std::shared_ptr<backends::Backend>> create_backends(
+    const backends::PluginConfig& config, std::string* status) {
+  parse_precision(config.precision);  // a bad value is an error even without a GPU
+  std::string why;
+  int count = device_count(&why);
+  std::vector<std::shared_ptr<backends::Backend>> out;
+  for (int i = 0; i < count; ++i) {
+    if (device_lost(i)) continue;
+    out.push_back(std::make_shared<CudaBackend>(i, config));
+  }
+  if (status) {
+    if (count == 0) {
+      *status = why;
+    } else {
+      std::string names;
+      for (const auto& b : out) names += (names.empty() ? "" : ", ") + b->device().name;
+      *status = fmt::format("{} device{}: {}", out.size(), out.size() == 1 ? "" : "s", names);
+    }
+  }
+  return out;
+}
+
+const backends::BackendPlugin kPlugin{backends::kPluginAbiVersion, "cuda", &create_backends};
+
+}  // namespace
+
+}  // namespace switchyard::cuda
+
+extern "C" __attribute__((visibility("default"))) const switchyard::backends::BackendPlugin*
+switchyard_backend_plugin() {
+  return &switchyard::cuda::kPlugin;
+}

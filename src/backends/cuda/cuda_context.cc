@@ -1,0 +1,92 @@
+#include "backends/cuda/cuda_context.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstring>
+
+#include "backends/cuda/device.h"
+#include "backends/executor.h"
+#include "ir/check.h"
+
+namespace switchyard::cuda {
+
+Precision parse_precision(const std::string& text) {
+  if (text == "fp32") return Precision::Fp32;
+  if (text == "tf32") return Precision::Tf32;
+  if (text == "fp16") return Precision::Fp16;
+  if (text == "bf16") return Precision::Bf16;
+  SY_THROW(InvalidArgument, "--precision '{}': expected fp32, tf32, fp16 or bf16", text);
+}
+
+const char* precision_name(Precision p) {
+  switch (p) {
+    case Precision::Fp32: return "fp32";
+    case Precision::Tf32: return "tf32";
+    case Precision::Fp16: return "fp16";
+    case Precision::Bf16: return "bf16";
+  }
+  return "fp32";
+}
+
+CudaRunContext& run_context(const backends::KernelContext& ctx) {
+  auto* c = static_cast<CudaRunContext*>(ctx.state().device_context);
+  SY_CHECK(c != nullptr, Internal, "{}: a CUDA kernel ran outside a CUDA partition",
+           ctx.node().describe());
+  return *c;
+}
+
+namespace {
+
+// The input's bytes on the host: the tensor itself when it is host memory, else a synchronous
+// read-back on the partition's stream (not allowed while capturing a CUDA graph).
+ir::Tensor host_copy(const backends::KernelContext& ctx, size_t i) {
+  const ir::Tensor& t = ctx.input(i);
+  if (device_of_memory_space(backends::memory_space_of(t)) < 0) return t;
+  CudaRunContext& rc = run_context(ctx);
+  SY_CHECK(!rc.capturing, Unsupported,
+           "{}: input {} must be read on the host, which a CUDA graph capture cannot do",
+           ctx.node().describe(), i);
+  ir::Tensor out(t.dtype(), t.shape());
+  if (t.nbytes()) {
+    SY_CUDA_CHECK(cudaMemcpyAsync(out.raw(), t.raw(), t.nbytes(), cudaMemcpyDeviceToHost,
+                                  rc.stream));
+    SY_CUDA_CHECK(cudaStreamSynchronize(rc.stream));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<int64_t> read_ints(const backends::KernelContext& ctx, size_t i) {
+  ir::Tensor t = host_copy(ctx, i);
+  if (!ir::dtype_is_integer(t.dtype()))
+    ctx.fail("input {} must be an integer tensor, got {}", i, ir::dtype_name(t.dtype()));
+  return t.to_int_vector();
+}
+
+std::vector<double> read_doubles(const backends::KernelContext& ctx, size_t i) {
+  ir::Tensor t = host_copy(ctx, i);
+  std::vector<double> out(static_cast<size_t>(t.numel()));
+  for (int64_t k = 0; k < t.numel(); ++k) out[static_cast<size_t>(k)] = t.scalar_as_double(k);
+  return out;
+}
+
+std::shared_ptr<void> upload(backends::KernelContext& ctx, const void* data, size_t bytes) {
+  CudaRunContext& rc = run_context(ctx);
+  std::shared_ptr<void> block = ctx.scratch(bytes);
+  // A pinned copy of the data, kept alive with the block: the async copy reads it later (and a
+  // captured graph re-reads it at every replay, so the capture keeps both).
+  void* pinned = nullptr;
+  SY_CUDA_CHECK(cudaMallocHost(&pinned, std::max<size_t>(bytes, 1)));
+  std::shared_ptr<void> host(pinned, [](void* p) { cudaFreeHost(p); });
+  std::memcpy(pinned, data, bytes);
+  SY_CUDA_CHECK(cudaMemcpyAsync(block.get(), pinned, bytes, cudaMemcpyHostToDevice, rc.stream));
+  if (rc.keepalive) rc.keepalive->push_back(host);
+  // The pinned buffer must outlive the copy: free it only once the stream has passed it.
+  auto both = std::make_shared<std::pair<std::shared_ptr<void>, std::shared_ptr<void>>>(block, host);
+  rc.pending->push_back(host);
+  return std::shared_ptr<void>(both, block.get());
+}
+
+}  // namespace switchyard::cuda

@@ -1,0 +1,70 @@
+// What a CUDA kernel sees of its device while it runs: the stream of the running partition, the
+// library handles bound to that stream, scratch workspace and the partition's precision.
+// Kernels enqueue work on `stream` and never synchronise it (no host syncs inside a GPU
+// partition); values they read on the host arrive as host tensors (KernelDef::host_inputs).
+// Host-only header (g++).
+#pragma once
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/kernel.h"
+#include "backends/cuda/cuda_check.h"
+
+namespace switchyard::cuda {
+
+/// Arithmetic precision of a partition (--precision). Fp16/Bf16 retype the partition's float32
+/// values; Tf32 keeps float32 storage and lets matrix units round operands to tf32.
+enum class Precision { Fp32, Tf32, Fp16, Bf16 };
+Precision parse_precision(const std::string& text);  ///< "fp32", "tf32", "fp16", "bf16"
+const char* precision_name(Precision p);
+
+/// One stream with its own library handles and workspace (a slot of the backend's pool).
+struct CudaRunContext {
+  int device = 0;
+  cudaStream_t stream = nullptr;
+  cublasLtHandle_t cublaslt = nullptr;
+  cudnnHandle_t cudnn = nullptr;  ///< already bound to `stream`
+  void* workspace = nullptr;      ///< scratch for cuBLASLt / cuDNN, `workspace_bytes` long
+  size_t workspace_bytes = 0;
+  Precision precision = Precision::Fp32;
+  /// True while the stream is being captured into a CUDA graph: no allocation-order surprises,
+  /// no syncs (a kernel that must sync throws, and the partition runs uncaptured).
+  bool capturing = false;
+  /// Host buffers that queued copies still read: released after the partition's final sync.
+  std::vector<std::shared_ptr<void>>* pending = nullptr;
+  /// While capturing: buffers a captured graph reads at every replay (kept with the graph).
+  std::vector<std::shared_ptr<void>>* keepalive = nullptr;
+};
+
+/// The running partition's context; throws Internal when the kernel runs outside a CUDA
+/// partition.
+CudaRunContext& run_context(const backends::KernelContext& ctx);
+inline cudaStream_t stream_of(const backends::KernelContext& ctx) {
+  return run_context(ctx).stream;
+}
+
+/// Whether TF32 tensor-core math is allowed for float32 matrix work.
+inline bool allow_tf32(const backends::KernelContext& ctx) {
+  return run_context(ctx).precision == Precision::Tf32;
+}
+
+/// Integer values of input `i` (a host input), as int64. Throws InvalidArgument naming the node
+/// if the input is not an integer tensor. A device tensor is read back with a sync (only when
+/// a value could not be routed to the host; never while capturing).
+std::vector<int64_t> read_ints(const backends::KernelContext& ctx, size_t i);
+/// Float values of input `i` (a host input: Resize scales).
+std::vector<double> read_doubles(const backends::KernelContext& ctx, size_t i);
+
+/// Copies host data into device memory on the partition's stream (for small per-launch
+/// parameter arrays such as shapes and strides); the returned block stays valid until the
+/// stream has passed this point, which the caller ensures by holding it until run() returns.
+std::shared_ptr<void> upload(backends::KernelContext& ctx, const void* data, size_t bytes);
+
+}  // namespace switchyard::cuda

@@ -1,0 +1,20 @@
+#include "backends/cuda/cuda_kernels.h"
+
+namespace switchyard::cuda {
+
+const backends::KernelRegistry& cuda_kernels() {
+  static const backends::KernelRegistry registry = [] {
+    backends::KernelRegistry r("cuda");
+    register_matmul_kernels(r);
+    register_conv_kernels(r);
+    register_elementwise_kernels(r);
+    register_reduce_kernels(r);
+    register_normalization_kernels(r);
+    register_data_kernels(r);
+    register_pool_kernels(r);
+    return r;
+  }();
+  return registry;
+}
+
+}  // namespace switchyard::cuda

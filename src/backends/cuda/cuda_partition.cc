@@ -1,0 +1,474 @@
+// A CUDA partition: the partition's nodes cloned into a private graph, fused (fusion.h) and
+// retyped for --precision (precision.h), then run kernel by kernel on a stream leased from the
+// device — no host syncs until the partition's end. Static-shape runs are captured as CUDA
+// graphs: the first run of a shape signature runs eagerly (kernels build their cuDNN plans and
+// cuBLASLt heuristics, the pool fills), the second is captured and launched, later ones replay.
+// A graph owns its buffers (an arena pool); inputs are copied into them before a replay and
+// outputs copied out after, so callers may hold results across runs. A busy graph (a
+// concurrent run of the same signature) makes the other run go eagerly.
+#include <algorithm>
+#include <list>
+#include <set>
+#include <unordered_map>
+
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/cuda_kernels.h"
+#include "backends/cuda/fusion.h"
+#include "backends/cuda/precision.h"
+#include "backends/profiler.h"
+#include "ir/check.h"
+
+namespace switchyard::cuda {
+
+namespace {
+
+constexpr size_t kMaxGraphsPerPartition = 8;
+
+// The partition's nodes in a graph of their own: inputs as graph inputs, constants as
+// initializers (sharing storage), outputs as graph outputs in partition order.
+std::unique_ptr<ir::Graph> clone_partition(const backends::Partition& p,
+                                           std::map<const ir::Node*, const ir::Node*>& origin) {
+  auto g = std::make_unique<ir::Graph>(fmt::format("cuda_partition_{}", p.index));
+  std::unordered_map<const ir::Value*, ir::Value*> map;
+  for (const ir::Value* v : p.inputs) map[v] = g->add_input(v->name(), v->type());
+  auto lookup = [&](const ir::Value* v) -> ir::Value* {
+    if (!v) return nullptr;
+    auto it = map.find(v);
+    if (it != map.end()) return it->second;
+    SY_CHECK(v->is_constant(), Internal, "partition {}: value '{}' has no source", p.index,
+             v->name());
+    ir::Value* c = g->add_constant(v->name(), v->constant());
+    c->set_type(v->type());
+    map[v] = c;
+    return c;
+  };
+  for (const ir::Node* n : p.nodes) {
+    std::vector<ir::Value*> ins;
+    for (const ir::Value* v : n->inputs()) ins.push_back(lookup(v));
+    std::vector<std::string> outs;
+    for (const ir::Value* v : n->outputs()) outs.push_back(v->name());
+    ir::Node* c = g->add_node(n->op_type(), n->name(), ins, outs, n->domain());
+    c->set_kind_id(n->kind_id());
+    for (const auto& a : n->attributes()) c->set_attribute(a);
+    for (size_t i = 0; i < n->num_outputs(); ++i) {
+      c->output(i)->set_type(n->output(i)->type());
+      map[n->output(i)] = c->output(i);
+    }
+    origin[c] = n;
+  }
+  for (const ir::Value* v : p.outputs) g->add_output(map.at(v));
+  return g;
+}
+
+std::string tensor_signature(const ir::Tensor& t) {
+  return fmt::format("{}{}", ir::dtype_name(t.dtype()), ir::shape_to_string(t.shape()));
+}
+
+// A captured graph with the buffers it reads and writes.
+struct CapturedGraph {
+  std::mutex busy;
+  cudaGraphExec_t exec = nullptr;
+  std::shared_ptr<backends::HostPool> arena;
+  std::vector<ir::Datum> inputs;   ///< where replays expect the partition inputs
+  std::vector<ir::Datum> outputs;  ///< where replays leave the partition outputs
+  std::vector<std::shared_ptr<void>> keepalive;
+  ~CapturedGraph() {
+    if (exec) cudaGraphExecDestroy(exec);
+  }
+};
+
+struct GraphEntry {
+  std::string signature;
+  int eager_runs = 0;
+  bool capturable = true;
+  std::shared_ptr<CapturedGraph> graph;
+};
+
+class CudaPartition : public backends::CompiledPartition {
+ public:
+  CudaPartition(const backends::Partition& p, const CudaBackend& backend)
+      : backend_(backend), index_(p.index), input_on_host_(p.input_on_host) {
+    use_device(backend.index());
+    std::map<const ir::Node*, const ir::Node*> origin;
+    graph_ = clone_partition(p, origin);
+    fuse_conv_epilogues(*graph_);
+    fuse_matmul_epilogues(*graph_);
+    fuse_elementwise_chains(*graph_);
+    std::map<const ir::Node*, std::string> precision;
+    Precision prec = backend.precision();
+    if (prec == Precision::Fp16 || prec == Precision::Bf16)
+      precision = apply_precision(
+          *graph_, prec == Precision::Fp16 ? ir::DType::Float16 : ir::DType::BFloat16,
+          cuda_kernels());
+    // Every original node reports the partition's precision when it computes floats; a node
+    // kept in float32 says so.
+    for (const ir::Node* n : p.nodes) {
+      bool floaty = false;
+      for (const ir::Value* v : n->outputs())
+        floaty = floaty || (v->type().is_tensor() && ir::dtype_is_float(v->type().dtype));
+      if (floaty) backend.record_precision(n, precision_name(prec));
+    }
+    for (const auto& [node, prec_name] : precision) {
+      auto it = origin.find(node);
+      if (it != origin.end()) backend.record_precision(it->second, prec_name);
+    }
+    build_steps();
+  }
+
+  std::vector<ir::Datum> run(std::vector<ir::Datum> inputs,
+                             backends::RunState& state) const override {
+    const int device = backend_.index();
+    use_device(device);
+    for (size_t i = 0; i < inputs.size(); ++i) check_resident(inputs[i], i);
+    StreamLease lease = device_state(device).lease_stream();
+    std::vector<std::shared_ptr<void>> pending;
+    CudaRunContext rc;
+    rc.device = device;
+    rc.stream = lease->stream;
+    rc.cublaslt = lease->cublaslt;
+    rc.cudnn = lease->cudnn;
+    rc.workspace = lease->workspace;
+    rc.workspace_bytes = lease->workspace_bytes;
+    rc.precision = backend_.precision();
+    rc.pending = &pending;
+    void* saved = state.device_context;
+    state.device_context = &rc;
+    struct Restore {
+      backends::RunState& s;
+      void* v;
+      ~Restore() { s.device_context = v; }
+    } restore{state, saved};
+    try {
+      std::vector<ir::Datum> out;
+      if (backend_.graphs_enabled() && capturable_ && !state.profiler) {
+        out = run_with_graphs(std::move(inputs), state, rc);
+      } else {
+        out = execute(std::move(inputs), state, rc);
+      }
+      SY_CUDA_CHECK(cudaStreamSynchronize(rc.stream));
+      return out;
+    } catch (...) {
+      // Queued work may still use this run's buffers: let it finish before they are freed.
+      cudaStreamSynchronize(rc.stream);
+      cudaGetLastError();
+      throw;
+    }
+  }
+
+ private:
+  struct Step {
+    const ir::Node* node;
+    std::unique_ptr<backends::Kernel> kernel;
+    std::vector<int> input_slots;  // -1: omitted
+    std::vector<char> host_input;  // read on the host
+    std::vector<int> output_slots;
+    std::vector<int> release_after;
+  };
+
+  void check_resident(const ir::Datum& d, size_t i) const {
+    bool want_host = i < input_on_host_.size() && input_on_host_[i];
+    auto ok = [&](const ir::Tensor& t) {
+      return t.nbytes() == 0 || (want_host ? device_of_memory_space(backends::memory_space_of(t)) < 0
+                                           : backend_.owns(t));
+    };
+    bool resident = true;
+    if (d.is_tensor()) resident = ok(d.tensor);
+    for (const ir::Tensor& t : d.sequence) resident = resident && ok(t);
+    SY_CHECK(resident, Internal, "value '{}' reached {} partition {} in the wrong memory",
+             graph_->inputs()[i]->name(), backend_.device().id, index_);
+  }
+
+  void build_steps() {
+    const backends::KernelRegistry& kernels = cuda_kernels();
+    std::unordered_map<const ir::Value*, int> slot_of;
+    auto slot = [&](const ir::Value* v) {
+      auto [it, fresh] = slot_of.emplace(v, static_cast<int>(slot_of.size()));
+      return it->second;
+    };
+    for (const auto& v : graph_->values()) slot(v.get());
+    num_slots_ = slot_of.size();
+    constants_.resize(num_slots_);
+    host_constants_.resize(num_slots_);
+    constants_pool_ = backend_.create_pool(false);
+    for (const ir::Value* v : graph_->inputs()) input_slots_.push_back(slot(v));
+    for (const ir::Value* v : graph_->outputs()) output_slots_.push_back(slot(v));
+    for (const ir::Value* in : graph_->inputs())
+      if (!in->type().is_tensor()) capturable_ = false;
+
+    std::vector<int> last_use(num_slots_, -1);
+    for (const auto& n : graph_->nodes()) {
+      Step step;
+      step.node = n.get();
+      step.kernel = kernels.create(*n);
+      std::vector<int> hi = kernels.host_inputs(*n);
+      for (size_t k = 0; k < n->num_inputs(); ++k) {
+        const ir::Value* v = n->input(k);
+        bool host = std::find(hi.begin(), hi.end(), static_cast<int>(k)) != hi.end();
+        step.input_slots.push_back(v ? slot(v) : -1);
+        step.host_input.push_back(host ? 1 : 0);
+        if (!v) continue;
+        int s = slot(v);
+        if (v->is_constant()) {
+          // Constants live on the device for kernels, on the host for host reads.
+          if (host) {
+            host_constants_[static_cast<size_t>(s)] = ir::Datum(v->constant());
+          } else if (!constants_[static_cast<size_t>(s)].is_tensor()) {
+            constants_[static_cast<size_t>(s)] =
+                backend_.copy_in(ir::Datum(v->constant()), *constants_pool_);
+          }
+        }
+        last_use[static_cast<size_t>(s)] = static_cast<int>(steps_.size());
+      }
+      for (const ir::Value* v : n->outputs()) {
+        int s = slot(v);
+        step.output_slots.push_back(s);
+        if (last_use[static_cast<size_t>(s)] < static_cast<int>(steps_.size()))
+          last_use[static_cast<size_t>(s)] = static_cast<int>(steps_.size());
+      }
+      steps_.push_back(std::move(step));
+    }
+    std::set<int> keep(output_slots_.begin(), output_slots_.end());
+    for (size_t s = 0; s < num_slots_; ++s) {
+      if (last_use[s] < 0 || keep.count(static_cast<int>(s)) || constants_[s].is_tensor() ||
+          host_constants_[s].is_tensor())
+        continue;
+      steps_[static_cast<size_t>(last_use[s])].release_after.push_back(static_cast<int>(s));
+    }
+  }
+
+  // Runs every step on rc.stream; returns the outputs (work may still be queued).
+  std::vector<ir::Datum> execute(std::vector<ir::Datum> inputs, backends::RunState& state,
+                                 CudaRunContext& rc) const {
+    std::vector<ir::Datum> slots = constants_;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      slots[static_cast<size_t>(input_slots_[i])] = std::move(inputs[i]);
+    backends::Profiler* profiler = state.profiler;
+    std::vector<cudaEvent_t> events;
+    int64_t host_start = profiler ? profiler->now_us() : 0;
+    std::vector<ir::Datum> none;
+    for (const Step& step : steps_) {
+      std::vector<const ir::Datum*> in;
+      in.reserve(step.input_slots.size());
+      for (size_t k = 0; k < step.input_slots.size(); ++k) {
+        int s = step.input_slots[k];
+        if (s < 0) {
+          in.push_back(nullptr);
+        } else if (step.host_input[k] && host_constants_[static_cast<size_t>(s)].is_tensor()) {
+          in.push_back(&host_constants_[static_cast<size_t>(s)]);
+        } else {
+          in.push_back(&slots[static_cast<size_t>(s)]);
+        }
+      }
+      std::vector<ir::Datum> out(step.output_slots.size());
+      backends::KernelContext ctx(*step.node, in, out, state, nullptr);
+      if (profiler) {
+        cudaEvent_t e;
+        SY_CUDA_CHECK(cudaEventCreate(&e));
+        SY_CUDA_CHECK(cudaEventRecord(e, rc.stream));
+        events.push_back(e);
+      }
+      step.kernel->run(ctx);
+      for (size_t k = 0; k < out.size(); ++k)
+        slots[static_cast<size_t>(step.output_slots[k])] = std::move(out[k]);
+      for (int s : step.release_after) slots[static_cast<size_t>(s)] = ir::Datum();
+    }
+    std::vector<ir::Datum> results;
+    for (int s : output_slots_) results.push_back(slots[static_cast<size_t>(s)]);
+    if (profiler) record_profile(*profiler, events, host_start, rc, results);
+    return results;
+  }
+
+  // One "Node" event per step from CUDA events (device time), placed after the host time the
+  // partition started.
+  void record_profile(backends::Profiler& profiler, std::vector<cudaEvent_t>& events,
+                      int64_t host_start, CudaRunContext& rc,
+                      const std::vector<ir::Datum>&) const {
+    cudaEvent_t end;
+    SY_CUDA_CHECK(cudaEventCreate(&end));
+    SY_CUDA_CHECK(cudaEventRecord(end, rc.stream));
+    SY_CUDA_CHECK(cudaEventSynchronize(end));
+    events.push_back(end);
+    for (size_t i = 0; i + 1 < events.size(); ++i) {
+      float from_start = 0, duration = 0;
+      SY_CUDA_CHECK(cudaEventElapsedTime(&from_start, events[0], events[i]));
+      SY_CUDA_CHECK(cudaEventElapsedTime(&duration, events[i], events[i + 1]));
+      backends::ProfileEvent e;
+      e.name = steps_[i].node->name();
+      e.op = steps_[i].node->op_type();
+      e.device = backend_.device().id;
+      e.category = "Node";
+      e.start_us = host_start + static_cast<int64_t>(from_start * 1000);
+      e.duration_us = static_cast<int64_t>(duration * 1000);
+      for (const ir::Value* v : steps_[i].node->outputs())
+        if (v->type().is_tensor() && v->type().shape)
+          e.output_shapes.push_back(ir::Type(v->type()).to_string());
+      profiler.record(std::move(e));
+    }
+    for (cudaEvent_t e : events) cudaEventDestroy(e);
+  }
+
+  std::string signature_of(const std::vector<ir::Datum>& inputs) const {
+    std::string sig;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const ir::Datum& d = inputs[i];
+      if (!d.is_tensor()) return "";
+      sig += tensor_signature(d.tensor);
+      // Values read on the host shape the work (Reshape targets, Slice starts): part of it.
+      if (i < input_on_host_.size() && input_on_host_[i] && d.tensor.numel() <= 64 &&
+          d.tensor.dtype() != ir::DType::String) {
+        sig += "=";
+        for (int64_t k = 0; k < d.tensor.numel(); ++k)
+          sig += fmt::format("{},", d.tensor.scalar_as_double(k));
+      } else if (i < input_on_host_.size() && input_on_host_[i]) {
+        return "";  // a large host-read value: not worth keying a graph on
+      }
+      sig += "|";
+    }
+    return sig;
+  }
+
+  std::vector<ir::Datum> run_with_graphs(std::vector<ir::Datum> inputs, backends::RunState& state,
+                                         CudaRunContext& rc) const {
+    std::string sig = signature_of(inputs);
+    if (sig.empty()) return execute(std::move(inputs), state, rc);
+    std::shared_ptr<CapturedGraph> graph;
+    bool capture = false;
+    {
+      std::lock_guard<std::mutex> lock(graphs_mutex_);
+      auto it = std::find_if(graphs_.begin(), graphs_.end(),
+                             [&](const GraphEntry& e) { return e.signature == sig; });
+      if (it == graphs_.end()) {
+        graphs_.push_front(GraphEntry{sig, 1, true, nullptr});
+        while (graphs_.size() > kMaxGraphsPerPartition) graphs_.pop_back();
+        return execute(std::move(inputs), state, rc);  // warm-up run
+      }
+      graphs_.splice(graphs_.begin(), graphs_, it);
+      GraphEntry& e = graphs_.front();
+      if (!e.capturable) return execute(std::move(inputs), state, rc);
+      if (!e.graph) {
+        e.graph = std::make_shared<CapturedGraph>();
+        capture = true;
+      }
+      graph = e.graph;
+    }
+    std::unique_lock<std::mutex> busy(graph->busy, std::try_to_lock);
+    if (!busy.owns_lock()) return execute(std::move(inputs), state, rc);
+    if (capture) {
+      if (!capture_graph(*graph, inputs, state, rc)) {
+        std::lock_guard<std::mutex> lock(graphs_mutex_);
+        for (auto& e : graphs_)
+          if (e.signature == sig) {
+            e.capturable = false;
+            e.graph.reset();
+          }
+        return execute(std::move(inputs), state, rc);
+      }
+    } else {
+      if (!graph->exec) return execute(std::move(inputs), state, rc);
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        if (i < input_on_host_.size() && input_on_host_[i]) continue;
+        const ir::Tensor& src = inputs[i].tensor;
+        ir::Tensor& dst = graph->inputs[i].tensor;
+        if (src.nbytes())
+          SY_CUDA_CHECK(cudaMemcpyAsync(dst.raw(), src.raw(), src.nbytes(),
+                                        cudaMemcpyDeviceToDevice, rc.stream));
+      }
+    }
+    SY_CUDA_CHECK(cudaGraphLaunch(graph->exec, rc.stream));
+    // Results leave the graph's buffers for the run's own, so the caller may keep them.
+    std::vector<ir::Datum> out;
+    for (const ir::Datum& d : graph->outputs) {
+      const ir::Tensor& t = d.tensor;
+      std::shared_ptr<void> storage = state.pool->allocate(t.nbytes());
+      void* data = storage.get();
+      ir::Tensor copy = ir::Tensor::wrap(t.dtype(), t.shape(), std::move(storage), data);
+      if (t.nbytes())
+        SY_CUDA_CHECK(
+            cudaMemcpyAsync(data, t.raw(), t.nbytes(), cudaMemcpyDeviceToDevice, rc.stream));
+      out.emplace_back(std::move(copy));
+    }
+    return out;
+  }
+
+  // Captures one run into `graph` with its inputs staged in the graph's arena; false when the
+  // partition cannot be captured (a kernel needed a host sync, say).
+  bool capture_graph(CapturedGraph& graph, const std::vector<ir::Datum>& inputs,
+                     backends::RunState& state, CudaRunContext& rc) const {
+    graph.arena = backend_.create_pool(false);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (i < input_on_host_.size() && input_on_host_[i]) {
+        graph.inputs.push_back(inputs[i]);
+        continue;
+      }
+      const ir::Tensor& src = inputs[i].tensor;
+      std::shared_ptr<void> storage = graph.arena->allocate(src.nbytes());
+      void* data = storage.get();
+      if (src.nbytes())
+        SY_CUDA_CHECK(
+            cudaMemcpyAsync(data, src.raw(), src.nbytes(), cudaMemcpyDeviceToDevice, rc.stream));
+      graph.inputs.emplace_back(
+          ir::Tensor::wrap(src.dtype(), src.shape(), std::move(storage), data));
+    }
+    backends::RunState capture_state = state;
+    capture_state.pool = graph.arena;
+    rc.capturing = true;
+    rc.keepalive = &graph.keepalive;
+    struct Reset {
+      CudaRunContext& rc;
+      ~Reset() {
+        rc.capturing = false;
+        rc.keepalive = nullptr;
+      }
+    } reset{rc};
+    SY_CUDA_CHECK(cudaStreamBeginCapture(rc.stream, cudaStreamCaptureModeRelaxed));
+    cudaGraph_t captured = nullptr;
+    try {
+      graph.outputs = execute(graph.inputs, capture_state, rc);
+    } catch (const Error&) {
+      cudaStreamEndCapture(rc.stream, &captured);
+      if (captured) cudaGraphDestroy(captured);
+      cudaGetLastError();
+      graph.outputs.clear();
+      return false;
+    }
+    cudaError_t end = cudaStreamEndCapture(rc.stream, &captured);
+    if (end != cudaSuccess || !captured) {
+      cudaGetLastError();
+      return false;
+    }
+    cudaError_t inst = cudaGraphInstantiate(&graph.exec, captured, 0);
+    cudaGraphDestroy(captured);
+    if (inst != cudaSuccess) {
+      cudaGetLastError();
+      graph.exec = nullptr;
+      return false;
+    }
+    for (const ir::Datum& d : graph.outputs)
+      if (!d.is_tensor()) return false;
+    return true;
+  }
+
+  const CudaBackend& backend_;
+  int index_;
+  std::vector<char> input_on_host_;
+  std::unique_ptr<ir::Graph> graph_;
+  std::vector<Step> steps_;
+  size_t num_slots_ = 0;
+  std::vector<ir::Datum> constants_;       // device copies, per slot
+  std::vector<ir::Datum> host_constants_;  // host tensors for host reads, per slot
+  std::shared_ptr<backends::HostPool> constants_pool_;
+  std::vector<int> input_slots_;
+  std::vector<int> output_slots_;
+  bool capturable_ = true;
+  mutable std::mutex graphs_mutex_;
+  mutable std::list<GraphEntry> graphs_;
+};
+
+}  // namespace
+
+std::unique_ptr<backends::CompiledPartition> compile_cuda_partition(
+    const backends::Partition& partition, const CudaBackend& backend) {
+  return std::make_unique<CudaPartition>(partition, backend);
+}
+
+}  // namespace switchyard::cuda

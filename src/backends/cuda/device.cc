@@ -1,0 +1,211 @@
+#include "backends/cuda/device.h"
+
+#include <cstring>
+#include <map>
+
+#include "ir/check.h"
+
+namespace switchyard::cuda {
+
+namespace {
+constexpr size_t kWorkspaceBytes = size_t{32} << 20;  // cuBLASLt / cuDNN scratch per stream
+constexpr size_t kStagingBytes = size_t{8} << 20;     // per pinned staging buffer
+
+std::string format_uuid(const cudaUUID_t& u) {
+  const auto* b = reinterpret_cast<const unsigned char*>(u.bytes);
+  std::string s = "GPU-";
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) s += '-';
+    s += fmt::format("{:02x}", b[i]);
+  }
+  return s;
+}
+}  // namespace
+
+void use_device(int device) {
+  check_device_alive(device);
+  SY_CUDA_CHECK(cudaSetDevice(device));
+}
+
+StreamSlot::~StreamSlot() {
+  // Best effort: the context may be gone (process exit) or lost.
+  cudaSetDevice(device);
+  if (workspace) cudaFree(workspace);
+  if (cublaslt) cublasLtDestroy(cublaslt);
+  if (cudnn) cudnnDestroy(cudnn);
+  if (stream) cudaStreamDestroy(stream);
+}
+
+StreamLease::~StreamLease() {
+  if (slot_) device_.return_stream(std::move(slot_));
+}
+
+DeviceState::DeviceState(int index) : index_(index) {
+  use_device(index);
+  SY_CUDA_CHECK(cudaGetDeviceProperties(&props_, index));
+  uuid_ = format_uuid(props_.uuid);
+  cudaDeviceGetAttribute(&memory_clock_khz_, cudaDevAttrMemoryClockRate, index);
+  cudaDeviceGetAttribute(&sm_clock_khz_, cudaDevAttrClockRate, index);
+  // Peer access to every GPU that allows it, for direct device-to-device copies.
+  int count = 0;
+  cudaGetDeviceCount(&count);
+  for (int other = 0; other < count; ++other) {
+    int can = 0;
+    if (other == index || cudaDeviceCanAccessPeer(&can, index, other) != cudaSuccess || !can)
+      continue;
+    cudaError_t e = cudaDeviceEnablePeerAccess(other, 0);
+    if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) SY_CUDA_CHECK(e);
+    cudaGetLastError();  // clear "already enabled"
+  }
+}
+
+StreamLease DeviceState::lease_stream() {
+  {
+    std::lock_guard<std::mutex> lock(streams_mutex_);
+    if (!idle_streams_.empty()) {
+      auto slot = std::move(idle_streams_.back());
+      idle_streams_.pop_back();
+      return StreamLease(*this, std::move(slot));
+    }
+  }
+  use_device(index_);
+  auto slot = std::make_unique<StreamSlot>();
+  slot->device = index_;
+  SY_CUDA_CHECK(cudaStreamCreateWithFlags(&slot->stream, cudaStreamNonBlocking));
+  SY_CUDA_CHECK(cudnnCreate(&slot->cudnn));
+  SY_CUDA_CHECK(cudnnSetStream(slot->cudnn, slot->stream));
+  SY_CUDA_CHECK(cublasLtCreate(&slot->cublaslt));
+  SY_CUDA_CHECK(cudaMalloc(&slot->workspace, kWorkspaceBytes));
+  slot->workspace_bytes = kWorkspaceBytes;
+  return StreamLease(*this, std::move(slot));
+}
+
+void DeviceState::return_stream(std::unique_ptr<StreamSlot> slot) {
+  std::lock_guard<std::mutex> lock(streams_mutex_);
+  idle_streams_.push_back(std::move(slot));
+}
+
+void DeviceState::ensure_staging() {
+  if (copy_stream_) return;
+  SY_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
+  for (int i = 0; i < 2; ++i) {
+    SY_CUDA_CHECK(cudaMallocHost(&pinned_[i], kStagingBytes));
+    SY_CUDA_CHECK(cudaEventCreateWithFlags(&done_[i], cudaEventDisableTiming));
+  }
+}
+
+void DeviceState::copy_from_host(void* dst, const void* src, size_t bytes) {
+  std::lock_guard<std::mutex> lock(staging_mutex_);
+  use_device(index_);
+  ensure_staging();
+  size_t offset = 0;
+  int k = 0;
+  bool used[2] = {false, false};
+  while (offset < bytes) {
+    size_t n = std::min(kStagingBytes, bytes - offset);
+    // Wait until the DMA that last read this buffer is done, then refill it.
+    if (used[k]) SY_CUDA_CHECK(cudaEventSynchronize(done_[k]));
+    std::memcpy(pinned_[k], static_cast<const char*>(src) + offset, n);
+    SY_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(dst) + offset, pinned_[k], n,
+                                  cudaMemcpyHostToDevice, copy_stream_));
+    SY_CUDA_CHECK(cudaEventRecord(done_[k], copy_stream_));
+    used[k] = true;
+    offset += n;
+    k ^= 1;
+  }
+  SY_CUDA_CHECK(cudaStreamSynchronize(copy_stream_));
+}
+
+void DeviceState::copy_to_host(void* dst, const void* src, size_t bytes) {
+  std::lock_guard<std::mutex> lock(staging_mutex_);
+  use_device(index_);
+  ensure_staging();
+  // Chunk k+1's DMA runs while chunk k is copied out of its pinned buffer.
+  size_t offset = 0;
+  int k = 0;
+  size_t pending[2] = {0, 0};
+  size_t pending_at[2] = {0, 0};
+  auto drain = [&](int b) {
+    if (!pending[b]) return;
+    SY_CUDA_CHECK(cudaEventSynchronize(done_[b]));
+    std::memcpy(static_cast<char*>(dst) + pending_at[b], pinned_[b], pending[b]);
+    pending[b] = 0;
+  };
+  while (offset < bytes) {
+    size_t n = std::min(kStagingBytes, bytes - offset);
+    drain(k);
+    SY_CUDA_CHECK(cudaMemcpyAsync(pinned_[k], static_cast<const char*>(src) + offset, n,
+                                  cudaMemcpyDeviceToHost, copy_stream_));
+    SY_CUDA_CHECK(cudaEventRecord(done_[k], copy_stream_));
+    pending[k] = n;
+    pending_at[k] = offset;
+    offset += n;
+    k ^= 1;
+  }
+  drain(k);
+  drain(k ^ 1);
+}
+
+int device_count(std::string* why) {
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    if (why) *why = fmt::format("no CUDA device: {} ({})", cudaGetErrorString(e), cudaGetErrorName(e));
+    return 0;
+  }
+  if (count == 0 && why) *why = "no CUDA device: the driver reports none";
+  return count;
+}
+
+DeviceState& device_state(int index) {
+  static std::mutex mutex;
+  static std::map<int, std::unique_ptr<DeviceState>> states;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& s = states[index];
+  if (!s) s = std::make_unique<DeviceState>(index);
+  return *s;
+}
+
+void* DeviceAllocator::allocate(size_t bytes) {
+  use_device(device_);
+  uint64_t now = used_.fetch_add(bytes) + bytes;
+  if (limit_ && now > limit_) {
+    used_ -= bytes;
+    SY_THROW(OutOfMemory,
+             "cuda:{}: --memory-limit of {} bytes reached: {} bytes held, {} more requested",
+             device_, limit_, now - bytes, bytes);
+  }
+  void* p = nullptr;
+  cudaError_t e = cudaMalloc(&p, bytes);
+  if (e != cudaSuccess) {
+    used_ -= bytes;
+    cudaGetLastError();  // an allocation failure is not sticky; clear it
+    if (e == cudaErrorMemoryAllocation) {
+      size_t free_b = 0, total_b = 0;
+      cudaMemGetInfo(&free_b, &total_b);
+      SY_THROW(OutOfMemory, "cuda:{}: out of device memory allocating {} bytes ({} of {} free)",
+               device_, bytes, free_b, total_b);
+    }
+    SY_CUDA_CHECK(e);
+  }
+  return p;
+}
+
+void DeviceAllocator::release(void* p, size_t bytes) {
+  used_ -= bytes;
+  if (device_lost(device_)) return;  // the context is gone; nothing to give back
+  cudaSetDevice(device_);
+  cudaFree(p);
+}
+
+void DeviceAllocator::fill(void* p, int byte, size_t bytes) {
+  // Poisoning is for tests: wait for all queued work (a reused block may still be read by a
+  // queued kernel), fill, and wait again, so no stream sees a half-filled block.
+  use_device(device_);
+  SY_CUDA_CHECK(cudaDeviceSynchronize());
+  SY_CUDA_CHECK(cudaMemset(p, byte, bytes));
+  SY_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+}  // namespace switchyard::cuda

@@ -1,0 +1,25 @@
+// --precision fp16 / bf16 on a CUDA partition's private graph: float32 values are retyped to
+// the narrower type, with casts where values enter and leave the partition; float32 constants
+// are converted once, finite values clamped to the type's finite range (an additive mask of
+// float32-min must stay a large negative number, not become -inf and then NaN). A node whose
+// kernel lacks the narrow type keeps float32 between casts. Reductions, Softmax and LayerNorm
+// accumulate in float32 inside their kernels.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "backends/kernel.h"
+#include "ir/graph.h"
+
+namespace switchyard::cuda {
+
+/// Retypes `graph` to `target` (Float16 or BFloat16). Returns each node's precision ("fp16",
+/// "bf16" or "fp32" for a node kept in float32); nodes without float values are absent.
+std::map<const ir::Node*, std::string> apply_precision(ir::Graph& graph, ir::DType target,
+                                                       const backends::KernelRegistry& kernels);
+
+/// float32 → target with finite values clamped to the target's finite range.
+ir::Tensor convert_float_tensor(const ir::Tensor& t, ir::DType target);
+
+}  // namespace switchyard::cuda

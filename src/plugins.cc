@@ -1,0 +1,83 @@
+#include "plugins.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+
+#include "ir/check.h"
+
+namespace switchyard::plugins {
+
+namespace {
+
+// The folder libswitchyard.so was loaded from.
+std::filesystem::path core_folder() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<const void*>(&cuda_plugin), &info) && info.dli_fname)
+    return std::filesystem::path(info.dli_fname).parent_path();
+  return {};
+}
+
+PluginState load(const std::string& name, const std::string& file, const char* env) {
+  PluginState s;
+  s.name = name;
+  const char* override_path = std::getenv(env);
+  if (override_path && std::string(override_path) == "off") {
+    s.library = file;
+    s.detail = fmt::format("disabled by {}=off", env);
+    return s;
+  }
+  s.library = override_path && *override_path ? std::string(override_path)
+                                              : (core_folder() / file).string();
+  if (!std::filesystem::exists(s.library)) {
+    s.detail = fmt::format("{} not found (this build has no {} backend)", s.library, name);
+    return s;
+  }
+  void* handle = dlopen(s.library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    s.detail = fmt::format("{} did not load: {}", s.library, dlerror());
+    return s;
+  }
+  using Entry = const backends::BackendPlugin* (*)();
+  auto entry = reinterpret_cast<Entry>(dlsym(handle, "switchyard_backend_plugin"));
+  if (!entry) {
+    s.detail = fmt::format("{} has no switchyard_backend_plugin symbol", s.library);
+    return s;
+  }
+  const backends::BackendPlugin* plugin = entry();
+  if (!plugin || plugin->abi_version != backends::kPluginAbiVersion || !plugin->create) {
+    s.detail = fmt::format("{} was built for another plugin ABI ({} here, {} there)", s.library,
+                           backends::kPluginAbiVersion, plugin ? plugin->abi_version : -1);
+    return s;
+  }
+  // The handle stays open for the life of the process: its code backs live objects.
+  s.loaded = true;
+  s.plugin = plugin;
+  s.detail = "loaded";
+  return s;
+}
+
+}  // namespace
+
+const PluginState& cuda_plugin() {
+  static const PluginState state =
+      load("cuda", "libswitchyard_cuda.so", "SWITCHYARD_CUDA_BACKEND");
+  return state;
+}
+
+std::vector<std::shared_ptr<backends::Backend>> create_cuda_backends(
+    const backends::PluginConfig& config, std::string* status) {
+  const PluginState& s = cuda_plugin();
+  if (!s.loaded) {
+    if (status) *status = s.detail;
+    return {};
+  }
+  std::string st;
+  auto devices = s.plugin->create(config, &st);
+  if (status) *status = st;
+  return devices;
+}
+
+}  // namespace switchyard::plugins
