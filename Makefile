@@ -45,7 +45,7 @@ demo: build $(DEMO_MODEL)
 
 # Unit and error tests under AddressSanitizer + UBSan (not part of CI).
 test-sanitize: deps
-	cmake -S . -B $(BUILD)-sanitize -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSWITCHYARD_SANITIZE=ON -DSWITCHYARD_BUILD_BENCH=OFF
+	cmake -S . -B $(BUILD)-sanitize -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSWITCHYARD_SANITIZE=ON -DSWITCHYARD_BUILD_BENCH=OFF -DSWITCHYARD_CUDA=OFF
 	cmake --build $(BUILD)-sanitize -j $(JOBS)
 	cd $(BUILD)-sanitize && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) -L unit
 

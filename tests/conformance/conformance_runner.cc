@@ -3,10 +3,13 @@
 // child, so a crash or hang in one case is reported as that case's failure.
 //
 //   conformance_runner [--data DIR] [--folder node,simple,...] [--filter SUBSTR] [--verbose]
-//                      [--expected FILE --check] [--timeout SECONDS]
+//                      [--expected FILE --check] [--timeout SECONDS] [--jobs N]
+//                      [--device cuda:0 [--claimed-only]]
 //
 // Prints one line per folder: "FOLDER: N passed, N failed, N skipped". With --check, the exit
 // code is non-zero when a case fails that FILE does not list, or a listed case passes.
+// --device places every node on that device (fallback allow, or strict with --claimed-only,
+// where a case whose nodes the device does not all claim is skipped as "not claimed").
 #include <fmt/format.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -22,6 +25,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "plugins.h"
 #include "ir/check.h"
 #include "onnx/import.h"
 #include "runtime/executable.h"
@@ -123,6 +127,25 @@ ir::Datum as_bfloat16_if_expected(ir::Datum d, ir::DType expected) {
   return d;
 }
 
+// Where cases run: "" = the cpu alone; else a device id, with strict placement when
+// claimed_only.
+std::string g_device;
+bool g_claimed_only = false;
+
+std::shared_ptr<const runtime::Executable> compile_case(std::unique_ptr<ir::Graph> graph) {
+  runtime::CompileOptions options;
+  options.num_threads = 1;
+  options.poison_buffers = true;
+  std::vector<std::shared_ptr<const backends::Backend>> devices = {
+      std::make_shared<cpu::CpuBackend>()};
+  if (!g_device.empty()) {
+    for (auto& gpu : plugins::create_cuda_backends({})) devices.push_back(std::move(gpu));
+    options.policy.devices = {g_device};
+    if (g_claimed_only) options.policy.fallback = placement::Fallback::Strict;
+  }
+  return runtime::Executable::compile(std::move(graph), std::move(devices), options);
+}
+
 Outcome run_case(const fs::path& dir) {
   // Out-of-scope ops are found in the raw model, before anything could refuse it.
   std::unique_ptr<ir::Graph> graph;
@@ -149,12 +172,10 @@ Outcome run_case(const fs::path& dir) {
   for (const ir::Value* v : graph->outputs()) output_types.push_back(v->type());
   std::shared_ptr<const runtime::Executable> exe;
   try {
-    runtime::CompileOptions options;
-    options.num_threads = 1;
-    options.poison_buffers = true;
-    exe = runtime::Executable::compile(std::move(graph), {std::make_shared<cpu::CpuBackend>()},
-                                       options);
+    exe = compile_case(std::move(graph));
   } catch (const Error& e) {
+    if (g_claimed_only && e.code() == ErrorCode::PlacementFailed)
+      return {Outcome::Skip, std::string("not claimed by ") + g_device + ": " + e.message()};
     return {Outcome::Fail, e.what()};
   }
   std::vector<fs::path> sets;
@@ -194,10 +215,16 @@ Outcome run_case(const fs::path& dir) {
   return {Outcome::Pass, ""};
 }
 
-// Runs a case in a child process with a time limit.
-Outcome run_isolated(const fs::path& dir, int timeout_s) {
+// A case running in a child process.
+struct Child {
+  pid_t pid = -1;
+  int fd = -1;
+};
+
+// Starts a case in a child process with a time limit.
+Child start_isolated(const fs::path& dir, int timeout_s) {
   int fds[2];
-  if (pipe(fds) != 0) return {Outcome::Fail, "pipe() failed"};
+  if (pipe(fds) != 0) return {};
   pid_t pid = fork();
   if (pid == 0) {
     close(fds[0]);
@@ -215,13 +242,19 @@ Outcome run_isolated(const fs::path& dir, int timeout_s) {
     _exit(0);
   }
   close(fds[1]);
+  return {pid, fds[0]};
+}
+
+// Waits for a child's outcome.
+Outcome finish_isolated(const Child& child, int timeout_s) {
+  if (child.pid < 0) return {Outcome::Fail, "pipe() failed"};
   std::string msg;
   char buf[4096];
   ssize_t n;
-  while ((n = read(fds[0], buf, sizeof buf)) > 0) msg.append(buf, static_cast<size_t>(n));
-  close(fds[0]);
+  while ((n = read(child.fd, buf, sizeof buf)) > 0) msg.append(buf, static_cast<size_t>(n));
+  close(child.fd);
   int status = 0;
-  waitpid(pid, &status, 0);
+  waitpid(child.pid, &status, 0);
   if (WIFSIGNALED(status)) {
     int sig = WTERMSIG(status);
     return {Outcome::Fail, sig == SIGALRM ? fmt::format("timed out after {} s", timeout_s)
@@ -233,6 +266,38 @@ Outcome run_isolated(const fs::path& dir, int timeout_s) {
   o.reason = msg.substr(1);
   std::replace(o.reason.begin(), o.reason.end(), '\n', ' ');
   return o;
+}
+
+// Why --device is unusable ("" when it is). Asked in a child process: CUDA initialised in this
+// process would not survive the fork of each case.
+std::string device_problem() {
+  int fds[2];
+  if (pipe(fds) != 0) return "pipe() failed";
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    std::string status;
+    bool found = false;
+    try {
+      for (const auto& d : plugins::create_cuda_backends({}, &status))
+        found = found || d->device().id == g_device;
+    } catch (const std::exception& e) {
+      status = e.what();
+    }
+    std::string msg = found ? "" : (status.empty() ? "not found" : status);
+    ssize_t written = write(fds[1], msg.data(), msg.size());
+    (void)written;
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string msg;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof buf)) > 0) msg.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return msg;
 }
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -257,6 +322,7 @@ int main(int argc, char** argv) {
   bool verbose = false;
   bool check = false;
   int timeout_s = 120;
+  int jobs = 1;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -280,6 +346,12 @@ int main(int argc, char** argv) {
       verbose = true;
     else if (a == "--check")
       check = true;
+    else if (a == "--jobs")
+      jobs = std::max(1, std::stoi(next()));
+    else if (a == "--device")
+      g_device = next();
+    else if (a == "--claimed-only")
+      g_claimed_only = true;
     else {
       fmt::print(stderr, "unknown argument '{}'\n", a);
       return 2;
@@ -291,6 +363,14 @@ int main(int argc, char** argv) {
         "0 passed, 0 failed\n",
         data);
     return check ? 1 : 0;
+  }
+  if (!g_device.empty()) {
+    std::string problem = device_problem();
+    if (!problem.empty()) {
+      fmt::print("conformance: device {} is not available ({}); 0 passed, 0 failed\n", g_device,
+                 problem);
+      return check ? 1 : 0;
+    }
   }
   // Expected failures: "folder/case  reason".
   std::map<std::string, std::string> expected;
@@ -320,9 +400,19 @@ int main(int argc, char** argv) {
           cases.push_back(entry.path());
     std::sort(cases.begin(), cases.end());
     int pass = 0, fail = 0, skip = 0;
-    for (const fs::path& c : cases) {
+    // Up to `jobs` cases run at once; results are reported in case order.
+    std::vector<Outcome> outcomes(cases.size());
+    for (size_t first = 0; first < cases.size(); first += static_cast<size_t>(jobs)) {
+      size_t last = std::min(cases.size(), first + static_cast<size_t>(jobs));
+      std::vector<Child> children;
+      for (size_t k = first; k < last; ++k) children.push_back(start_isolated(cases[k], timeout_s));
+      for (size_t k = first; k < last; ++k)
+        outcomes[k] = finish_isolated(children[k - first], timeout_s);
+    }
+    for (size_t k = 0; k < cases.size(); ++k) {
+      const fs::path& c = cases[k];
       std::string key = folder + "/" + c.filename().string();
-      Outcome o = run_isolated(c, timeout_s);
+      const Outcome& o = outcomes[k];
       bool listed = expected.count(key) > 0;
       if (o.kind == Outcome::Pass) {
         ++pass;

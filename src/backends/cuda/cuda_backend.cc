@@ -9,6 +9,16 @@ namespace switchyard::cuda {
 
 CudaBackend::CudaBackend(int index, const backends::PluginConfig& config)
     : index_(index), precision_(parse_precision(config.precision)), graphs_(config.graphs) {
+  info_.id = "cuda:" + std::to_string(index);
+  allocator_ = std::make_shared<DeviceAllocator>(index, 0);
+  if (device_lost(index)) {
+    info_.kind = "cuda";
+    info_.index = index;
+    info_.name = "lost device";
+    info_.is_gpu = true;
+    info_.host_addressable = false;
+    return;
+  }
   DeviceState& d = device_state(index);
   const cudaDeviceProp& p = d.props();
   info_.id = "cuda:" + std::to_string(index);
@@ -160,10 +170,8 @@ std::vector<std::shared_ptr<backends::Backend>> create_backends(
   std::string why;
   int count = device_count(&why);
   std::vector<std::shared_ptr<backends::Backend>> out;
-  for (int i = 0; i < count; ++i) {
-    if (device_lost(i)) continue;
-    out.push_back(std::make_shared<CudaBackend>(i, config));
-  }
+  // A lost device stays listed: compiling or running there fails with DeviceLost.
+  for (int i = 0; i < count; ++i) out.push_back(std::make_shared<CudaBackend>(i, config));
   if (status) {
     if (count == 0) {
       *status = why;

@@ -1,0 +1,227 @@
+// The CUDA backend's runtime on cuda:0: discovery, copies, CUDA-graph capture and replay
+// (results held across replays, new shapes, concurrent runs), --memory-limit and out-of-memory
+// recovery, host inputs for shape values, --precision with a float32-min mask, the trace.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "backends/profiler.h"
+#include "gpu/gpu_test_util.h"
+#include "runtime/executable.h"
+#include "switchyard/switchyard.hpp"
+
+namespace switchyard::testing {
+namespace {
+
+constexpr ir::DType kF32 = ir::DType::Float32;
+
+// X[N,64] → Add(X, X) → Mul(·, C) → Relu → Y.
+std::unique_ptr<ir::Graph> chain_graph() {
+  auto g = std::make_unique<ir::Graph>("chain");
+  ir::Value* x = g->add_input("X", ir::Type::tensor(kF32, ir::Shape{ir::Dim("N"), 64}));
+  ir::Value* c = g->add_constant("C", random_tensor(kF32, {64}, 5));
+  ir::Value* a = g->add_node("Add", "add", {x, x}, {"a"})->output(0);
+  ir::Value* m = g->add_node("Mul", "mul", {a, c}, {"m"})->output(0);
+  g->add_output(g->add_node("Relu", "relu", {m}, {"Y"})->output(0));
+  return g;
+}
+
+Executable compile_on(std::unique_ptr<ir::Graph> g, Options o) {
+  o.num_threads = 2;
+  return Model::from_graph(std::move(g)).compile(o);
+}
+
+Options gpu_options() {
+  Options o;
+  o.device = "cuda:0";
+  o.fallback = "strict";
+  return o;
+}
+
+Options cpu_options() {
+  Options o;
+  o.compute_units = "cpu_only";
+  return o;
+}
+
+ir::Tensor run1(const Executable& exe, const ir::Tensor& x) {
+  return exe.internal().run({ir::Datum(x)})[0].tensor;
+}
+
+TEST(CudaRuntime, DiscoversTheDevice) {
+  SY_SKIP_WITHOUT_GPU();
+  bool found = false;
+  for (const DeviceDescription& d : describe_devices()) {
+    if (d.id != "cuda:0") continue;
+    found = true;
+    EXPECT_EQ(d.kind, "cuda");
+    EXPECT_FALSE(d.name.empty());
+    EXPECT_EQ(d.uuid.rfind("GPU-", 0), 0u) << d.uuid;
+    EXPECT_GT(d.memory_bytes, uint64_t{1} << 30);
+    EXPECT_GT(d.sm_count, 0);
+    EXPECT_FALSE(d.compute_capability.empty());
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(CudaRuntime, GraphReplayKeepsEarlierResultsAndFollowsNewInputs) {
+  SY_SKIP_WITHOUT_GPU();
+  Executable gpu = compile_on(chain_graph(), gpu_options());
+  Executable cpu = compile_on(chain_graph(), cpu_options());
+  EXPECT_NE(gpu.placement_summary().find("cuda:0"), std::string::npos);
+  // Runs 1 (eager), 2 (captured), 3.. (replayed) of one shape, then another shape; every
+  // result is checked after all runs, so a replay overwriting an earlier result would show.
+  std::vector<ir::Tensor> inputs, outputs;
+  for (int k = 0; k < 6; ++k) {
+    inputs.push_back(random_tensor(kF32, {k < 4 ? 8 : 3, 64}, 100 + k));
+    outputs.push_back(run1(gpu, inputs.back()));
+  }
+  for (size_t k = 0; k < inputs.size(); ++k)
+    EXPECT_TENSOR_NEAR(outputs[k], run1(cpu, inputs[k]), 1e-6, 1e-6) << "run " << k;
+}
+
+TEST(CudaRuntime, GraphsCanBeTurnedOff) {
+  SY_SKIP_WITHOUT_GPU();
+  Options o = gpu_options();
+  o.cuda_graphs = false;
+  Executable gpu = compile_on(chain_graph(), o);
+  Executable cpu = compile_on(chain_graph(), cpu_options());
+  for (int k = 0; k < 3; ++k) {
+    ir::Tensor x = random_tensor(kF32, {5, 64}, 7 + k);
+    EXPECT_TENSOR_NEAR(run1(gpu, x), run1(cpu, x), 1e-6, 1e-6);
+  }
+}
+
+TEST(CudaRuntime, ConcurrentRunsAtSeveralShapes) {
+  SY_SKIP_WITHOUT_GPU();
+  Executable gpu = compile_on(chain_graph(), gpu_options());
+  Executable cpu = compile_on(chain_graph(), cpu_options());
+  auto mismatches = run_concurrently(4, 25, [&](int thread, int run) -> std::string {
+    ir::Tensor x = random_tensor(kF32, {1 + (thread + run) % 3, 64},
+                                 static_cast<uint64_t>(1000 * thread + run));
+    return compare_tensors(run1(gpu, x), run1(cpu, x), 1e-6, 1e-6);
+  });
+  for (const std::string& m : mismatches) EXPECT_EQ(m, "");
+}
+
+// X[1,64], S int64[2] → Expand(X, S) → ReduceSum(axis 0) → Y[1,64]: the intermediate is as
+// large as S asks while the inputs and output stay small.
+std::unique_ptr<ir::Graph> expand_graph() {
+  auto g = std::make_unique<ir::Graph>("expand_sum");
+  ir::Value* x = g->add_input("X", ir::Type::tensor(kF32, ir::Shape{1, 64}));
+  ir::Value* s = g->add_input("S", ir::Type::tensor(ir::DType::Int64, ir::Shape{2}));
+  ir::Value* e = g->add_node("Expand", "expand", {x, s}, {"e"})->output(0);
+  ir::Node* r = g->add_node("ReduceSum", "sum", {e, g->add_constant("axes", int64_tensor({0}))},
+                            {"Y"});
+  g->add_output(r->output(0));
+  return g;
+}
+
+std::vector<ir::Datum> expand_inputs(int64_t rows) {
+  return {ir::Datum(random_tensor(kF32, {1, 64}, 1)), ir::Datum(int64_tensor({rows, 64}))};
+}
+
+TEST(CudaRuntime, MemoryLimitGivesOutOfMemoryAndASmallerRunSucceeds) {
+  SY_SKIP_WITHOUT_GPU();
+  Options o = gpu_options();
+  o.memory_limits = {"cuda:0=16M"};
+  Executable gpu = compile_on(expand_graph(), o);
+  EXPECT_NE(gpu.placement_summary().find("cuda:0"), std::string::npos);
+  // 65536 x 64 floats is all of the 16 MiB alone.
+  expect_error([&] { gpu.internal().run(expand_inputs(65536)); }, ErrorCode::OutOfMemory,
+               "cuda:0");
+  Executable cpu = compile_on(expand_graph(), cpu_options());
+  EXPECT_TENSOR_NEAR(gpu.internal().run(expand_inputs(100))[0].tensor,
+                     cpu.internal().run(expand_inputs(100))[0].tensor, 1e-5, 1e-5);
+}
+
+TEST(CudaRuntime, DeviceOutOfMemoryIsTypedAndRecoverable) {
+  SY_SKIP_WITHOUT_GPU();
+  Executable gpu = compile_on(expand_graph(), gpu_options());
+  uint64_t memory = 0;
+  for (const DeviceDescription& d : describe_devices())
+    if (d.id == "cuda:0") memory = d.memory_bytes;
+  // An intermediate larger than the whole device.
+  int64_t rows = static_cast<int64_t>(memory / (64 * sizeof(float))) + 1024;
+  expect_error([&] { gpu.internal().run(expand_inputs(rows)); }, ErrorCode::OutOfMemory,
+               "cuda:0");
+  Executable cpu = compile_on(expand_graph(), cpu_options());
+  EXPECT_TENSOR_NEAR(gpu.internal().run(expand_inputs(1000))[0].tensor,
+                     cpu.internal().run(expand_inputs(1000))[0].tensor, 1e-5, 1e-5);
+}
+
+// X[N,256] → Relu → Shape → Gather(0) → Concat(·, [16,16]) → Reshape(relu, ·) → Y[N,16,16]:
+// the shape chain stays on the host and reaches Reshape as a host input (no copy to cuda:0).
+TEST(CudaRuntime, ShapeValuesStayOnTheHost) {
+  SY_SKIP_WITHOUT_GPU();
+  auto make = [] {
+    auto g = std::make_unique<ir::Graph>("shape_chain");
+    ir::Value* x = g->add_input("X", ir::Type::tensor(kF32, ir::Shape{ir::Dim("N"), 256}));
+    ir::Value* r = g->add_node("Relu", "relu", {x}, {"r"})->output(0);
+    ir::Value* s = g->add_node("Shape", "shape", {r}, {"s"})->output(0);
+    ir::Value* n = g->add_node("Gather", "take_n", {s, g->add_constant("zero", int64_tensor({0}))},
+                               {"n"})
+                       ->output(0);
+    ir::Node* cat =
+        g->add_node("Concat", "dims", {n, g->add_constant("tail", int64_tensor({16, 16}))}, {"d"});
+    cat->set_attribute(ir::Attribute::make_int("axis", 0));
+    g->add_output(g->add_node("Reshape", "reshape", {r, cat->output(0)}, {"Y"})->output(0));
+    return g;
+  };
+  Options o;
+  o.device = "cuda:0";
+  Executable gpu = compile_on(make(), o);
+  Executable cpu = compile_on(make(), cpu_options());
+  std::string report = gpu.explain("json");
+  EXPECT_NE(report.find("\"reshape\""), std::string::npos);
+  runtime::RunStats stats;
+  ir::Tensor x = random_tensor(kF32, {3, 256}, 4);
+  auto out = gpu.internal().run({ir::Datum(x)}, &stats);
+  EXPECT_TENSOR_NEAR(out[0].tensor, run1(cpu, x), 0, 0);
+  // X in, Y out, and the shape value to the host side of cuda:0's partition: nothing else.
+  EXPECT_LE(stats.copies, 2) << gpu.explain("text");
+}
+
+// An additive attention mask of float32-min must survive fp16 (clamped, not -inf → NaN).
+TEST(CudaRuntime, Fp16ClampsFloat32MinConstants) {
+  SY_SKIP_WITHOUT_GPU();
+  auto make = [] {
+    auto g = std::make_unique<ir::Graph>("masked_softmax");
+    ir::Value* x = g->add_input("X", ir::Type::tensor(kF32, ir::Shape{2, 8}));
+    ir::Tensor mask(kF32, {8});
+    for (int i = 0; i < 8; ++i) mask.data<float>()[i] = i < 5 ? 0.0f : -3.4028234663852886e38f;
+    ir::Value* m = g->add_constant("mask", mask);
+    ir::Value* a = g->add_node("Add", "add_mask", {x, m}, {"a"})->output(0);
+    ir::Node* sm = g->add_node("Softmax", "softmax", {a}, {"Y"});
+    sm->set_attribute(ir::Attribute::make_int("axis", -1));
+    g->add_output(sm->output(0));
+    return g;
+  };
+  Options o = gpu_options();
+  o.precision = "fp16";
+  Executable gpu = compile_on(make(), o);
+  Executable cpu = compile_on(make(), cpu_options());
+  ir::Tensor x = random_tensor(kF32, {2, 8}, 9);
+  ir::Tensor got = run1(gpu, x);
+  for (int64_t i = 0; i < got.numel(); ++i) EXPECT_FALSE(std::isnan(got.data<float>()[i])) << i;
+  EXPECT_TENSOR_NEAR(got, run1(cpu, x), 2e-2, 2e-3);
+  std::string report = gpu.explain("text");
+  EXPECT_NE(report.find("fp16"), std::string::npos) << report;
+}
+
+TEST(CudaRuntime, TraceHasEveryNodeOnTheGpuTrack) {
+  SY_SKIP_WITHOUT_GPU();
+  Executable gpu = compile_on(chain_graph(), gpu_options());
+  backends::Profiler profiler;
+  gpu.internal().run({ir::Datum(random_tensor(kF32, {4, 64}, 1))}, nullptr, &profiler);
+  std::set<std::string> on_gpu;
+  for (const backends::ProfileEvent& e : profiler.events())
+    if (e.category == "Node" && e.device == "cuda:0") on_gpu.insert(e.name);
+  // Fusion may fold mul/relu into add's kernel; at least one node event and no cpu nodes.
+  EXPECT_FALSE(on_gpu.empty());
+  for (const backends::ProfileEvent& e : profiler.events())
+    if (e.category == "Node") EXPECT_EQ(e.device, "cuda:0") << e.name;
+}
+
+}  // namespace
+}  // namespace switchyard::testing
