@@ -411,15 +411,23 @@ class CudaPartition : public backends::CompiledPartition {
     }
     backends::RunState capture_state = state;
     capture_state.pool = graph.arena;
+    // Replays may run on any stream while this stream's own workspace serves other runs: the
+    // graph gets a workspace of its own.
+    std::shared_ptr<void> workspace = graph.arena->allocate(rc.workspace_bytes);
+    graph.keepalive.push_back(workspace);
+    void* stream_workspace = rc.workspace;
+    rc.workspace = workspace.get();
     rc.capturing = true;
     rc.keepalive = &graph.keepalive;
     struct Reset {
       CudaRunContext& rc;
+      void* workspace;
       ~Reset() {
         rc.capturing = false;
         rc.keepalive = nullptr;
+        rc.workspace = workspace;
       }
-    } reset{rc};
+    } reset{rc, stream_workspace};
     SY_CUDA_CHECK(cudaStreamBeginCapture(rc.stream, cudaStreamCaptureModeRelaxed));
     cudaGraph_t captured = nullptr;
     try {

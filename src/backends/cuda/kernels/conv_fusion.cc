@@ -1,0 +1,216 @@
+// fuse_conv_epilogues (fusion.h): on a CUDA partition's private graph, folds the chains
+//   Conv -> Add(bias) / Add(residual) -> Relu | Sigmoid | Tanh
+// into one Conv node that the CUDA Conv kernel runs as Y = act(conv(X, W) + B + Z): an Add of
+// a per-channel constant ([K,1,1], [1,K,1,1], a scalar) is folded into B, an Add of a tensor of
+// the conv output's shape becomes the residual input Z (input 3), and the activation becomes
+// the "_sy_activation" attribute. resnet50's bottleneck (conv+bn folded by the exporter) gives
+// Conv -> Relu and Conv -> Add -> Relu. A node is absorbed only when the value it reads from
+// the chain has that node as its one reader and is not a graph output.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/fusion.h"
+#include "ir/check.h"
+
+namespace switchyard::cuda {
+
+namespace {
+
+bool is_onnx_op(const ir::Node& n, const char* type) {
+  return n.op_type() == type && (n.domain().empty() || n.domain() == "ai.onnx");
+}
+
+bool is_graph_output(const ir::Graph& g, const ir::Value* v) {
+  for (const ir::Value* o : g.outputs())
+    if (o == v) return true;
+  return false;
+}
+
+// The one node of `g` that reads `v`, or nullptr when v has other readers or is a graph output.
+ir::Node* sole_reader(const ir::Graph& g, const ir::Value* v) {
+  if (is_graph_output(g, v) || v->uses().size() != 1) return nullptr;
+  ir::Node* n = v->uses().front().first;
+  return n->owner() == &g ? n : nullptr;
+}
+
+// Whether two values are tensors of the same dtype and provably the same shape.
+bool same_shape(const ir::Type& a, const ir::Type& b) {
+  if (!a.has_rank() || !b.has_rank() || a.dtype != b.dtype) return false;
+  if (a.shape->size() != b.shape->size()) return false;
+  for (size_t i = 0; i < a.shape->size(); ++i) {
+    const ir::Dim& da = (*a.shape)[i];
+    if (da.is_unknown() || !(da == (*b.shape)[i])) return false;
+  }
+  return true;
+}
+
+bool is_float(ir::DType d) {
+  return d == ir::DType::Float32 || d == ir::DType::Float16 || d == ir::DType::BFloat16 ||
+         d == ir::DType::Float64;
+}
+
+// The `channels` per-channel values of a constant that, added to a [N, K, spatial...] tensor
+// of `out_type`, varies along the channel axis only (or not at all); nullopt otherwise.
+std::optional<std::vector<double>> channel_values(const ir::Value* v, const ir::Type& out_type,
+                                                  int64_t channels) {
+  if (!v->is_constant() || !out_type.has_rank()) return std::nullopt;
+  const ir::Tensor& t = v->constant();
+  const int64_t out_rank = out_type.rank();
+  if (t.dtype() != out_type.dtype || !is_float(t.dtype()) || t.rank() > out_rank)
+    return std::nullopt;
+  // Dims align from the right: the output's channel axis (1) is the constant's axis `c_axis`.
+  const int64_t c_axis = t.rank() - out_rank + 1;
+  for (int64_t j = 0; j < t.rank(); ++j) {
+    bool ok = t.dim(j) == 1 || (j == c_axis && t.dim(j) == channels);
+    if (!ok) return std::nullopt;
+  }
+  const bool per_channel = c_axis >= 0 && t.dim(c_axis) == channels;
+  std::vector<double> values(static_cast<size_t>(channels));
+  for (int64_t k = 0; k < channels; ++k) values[k] = t.scalar_as_double(per_channel ? k : 0);
+  return values;
+}
+
+// A 1-D tensor of `dtype` holding `values`.
+ir::Tensor float_tensor(ir::DType dtype, const std::vector<double>& values) {
+  ir::Tensor t(dtype, {static_cast<int64_t>(values.size())});
+  for (size_t i = 0; i < values.size(); ++i) {
+    switch (dtype) {
+      case ir::DType::Float32:
+        t.data<float>()[i] = static_cast<float>(values[i]);
+        break;
+      case ir::DType::Float64:
+        t.data<double>()[i] = values[i];
+        break;
+      case ir::DType::Float16:
+        t.data<Float16>()[i] = Float16(static_cast<float>(values[i]));
+        break;
+      case ir::DType::BFloat16:
+        t.data<BFloat16>()[i] = BFloat16(static_cast<float>(values[i]));
+        break;
+      default:
+        SY_ASSERT(false);
+    }
+  }
+  return t;
+}
+
+// What one conv absorbs.
+struct Chain {
+  std::vector<ir::Node*> absorbed;          // in chain order
+  std::optional<std::vector<double>> bias;  // the folded B (conv bias plus added constants)
+  ir::Value* residual = nullptr;
+  std::string activation;
+};
+
+// Follows the chain below `conv`; empty `absorbed` when nothing can be fused.
+Chain find_chain(const ir::Graph& g, ir::Node* conv) {
+  Chain chain;
+  ir::Value* conv_out = conv->output(0);
+  const ir::Type& out_type = conv_out->type();
+  if (!out_type.has_rank() || out_type.rank() < 3) return chain;
+  const ir::Dim& channel_dim = (*out_type.shape)[1];
+  ir::Value* b = conv->input(2);
+  if (b && b->is_constant()) {
+    const ir::Tensor& bt = b->constant();
+    if (channel_dim.is_static() && bt.rank() == 1 && bt.dim(0) == channel_dim.value &&
+        bt.dtype() == out_type.dtype && is_float(bt.dtype())) {
+      chain.bias = std::vector<double>(static_cast<size_t>(bt.dim(0)));
+      for (int64_t k = 0; k < bt.dim(0); ++k) (*chain.bias)[k] = bt.scalar_as_double(k);
+    }
+  }
+  const bool bias_foldable = !b || chain.bias.has_value();
+  bool bias_added = false;
+
+  ir::Value* cur = conv_out;
+  while (ir::Node* n = sole_reader(g, cur)) {
+    if (!is_onnx_op(*n, "Add") || n->num_inputs() != 2 || n->num_outputs() != 1) break;
+    ir::Value* other = n->input(0) == cur ? n->input(1) : n->input(0);
+    if (!other || other == cur || !same_shape(n->output(0)->type(), out_type)) break;
+    std::optional<std::vector<double>> add;
+    if (bias_foldable && channel_dim.is_static())
+      add = channel_values(other, out_type, channel_dim.value);
+    if (add) {
+      if (!chain.bias) chain.bias = std::vector<double>(add->size(), 0.0);
+      for (size_t k = 0; k < add->size(); ++k) (*chain.bias)[k] += (*add)[k];
+      bias_added = true;
+    } else if (!chain.residual && same_shape(other->type(), out_type)) {
+      chain.residual = other;
+    } else {
+      break;
+    }
+    chain.absorbed.push_back(n);
+    cur = n->output(0);
+  }
+  if (ir::Node* n = sole_reader(g, cur)) {
+    for (const char* act : {"Relu", "Sigmoid", "Tanh"})
+      if (is_onnx_op(*n, act) && n->num_inputs() == 1 && n->num_outputs() == 1 &&
+          same_shape(n->output(0)->type(), out_type)) {
+        chain.activation = act;
+        chain.absorbed.push_back(n);
+        break;
+      }
+  }
+  if (!bias_added) chain.bias.reset();  // B stays as it is
+  return chain;
+}
+
+void remove_node(ir::Graph& g, const ir::Node* node) {
+  g.remove_nodes_if([&](const ir::Node& n) { return &n == node; });
+}
+
+// Replaces `conv` and its chain by one fused Conv whose output keeps the name (and readers) of
+// the chain's last value.
+void fuse(ir::Graph& g, ir::Node* conv, const Chain& chain) {
+  ir::Value* last = chain.absorbed.back()->output(0);
+  const std::string out_name = last->name();
+  const ir::Type out_type = last->type();
+  const std::string name = conv->name();
+  const int kind = conv->kind_id();
+  const std::vector<ir::Attribute> attributes = conv->attributes();
+  ir::Value* x = conv->input(0);
+  ir::Value* w = conv->input(1);
+  ir::Value* b = conv->input(2);
+  if (chain.bias)
+    b = g.add_constant(g.unique_value_name(name + "_fused_bias"),
+                       float_tensor(out_type.dtype, *chain.bias));
+
+  // Park the readers of `last` on a placeholder so the chain can go and free its name; erase
+  // readers before producers so every intermediate value goes with its node.
+  ir::Node* hold = g.add_node("Identity", "", {}, {g.unique_value_name(out_name + "_fusing")});
+  g.replace_all_uses(last, hold->output(0));
+  for (auto it = chain.absorbed.rbegin(); it != chain.absorbed.rend(); ++it) remove_node(g, *it);
+  remove_node(g, conv);
+
+  std::vector<ir::Value*> inputs = {x, w, b};
+  if (chain.residual) inputs.push_back(chain.residual);
+  while (inputs.size() > 2 && !inputs.back()) inputs.pop_back();
+  ir::Node* fused = g.add_node("Conv", name, inputs, {out_name});
+  fused->set_kind_id(kind);
+  fused->output(0)->set_type(out_type);
+  for (const ir::Attribute& a : attributes) fused->set_attribute(a);
+  if (!chain.activation.empty())
+    fused->set_attribute(ir::Attribute::make_string("_sy_activation", chain.activation));
+  g.replace_all_uses(hold->output(0), fused->output(0));
+  remove_node(g, hold);
+}
+
+}  // namespace
+
+void fuse_conv_epilogues(ir::Graph& graph) {
+  std::vector<ir::Node*> convs;
+  for (const auto& n : graph.nodes())
+    if (is_onnx_op(*n, "Conv") && n->num_outputs() == 1 && n->num_inputs() >= 2 &&
+        n->num_inputs() <= 3 && !n->has_attribute("_sy_activation"))
+      convs.push_back(n.get());
+  bool changed = false;
+  for (ir::Node* conv : convs) {
+    Chain chain = find_chain(graph, conv);
+    if (chain.absorbed.empty()) continue;
+    fuse(graph, conv, chain);
+    changed = true;
+  }
+  if (changed) graph.sort_topologically();
+}
+
+}  // namespace switchyard::cuda

@@ -1,0 +1,128 @@
+// fuse_matmul_epilogues (fusion.h): on a CUDA partition's private graph, folds
+//   MatMul → Add(bias) → Relu | Gelu   (the Add and the activation each optional, not both absent)
+//   Gemm → Relu | Gelu
+// into the MatMul / Gemm node: the bias becomes MatMul's input 2, the activation its
+// "_sy_activation" attribute (matmul.cc runs both). The bias is a 1-D float constant (or graph
+// input) of length N, B's static last dim, with the MatMul's dtype, in either Add operand order.
+// Gelu is fused only in its exact (erf) form. A node is absorbed only when the value it reads
+// from the chain has that one use and is not a graph output; the chain's last value is replaced
+// by the MatMul/Gemm output everywhere (graph outputs included).
+//
+// The fused MatMul has three inputs, more than its ONNX schema allows: the graph still passes
+// ir::verify (structure only: the bias is visible before the node, since constants and graph
+// inputs are), but type inference must not run again on the fused graph.
+#include <algorithm>
+#include <optional>
+
+#include "backends/cuda/fusion.h"
+#include "ops/op_kind.h"
+
+namespace switchyard::cuda {
+
+namespace {
+
+constexpr const char* kActivationAttr = "_sy_activation";
+
+bool is_op(const ir::Node& node, ops::OpKind kind) {
+  if (node.kind_id() >= 0) return node.kind_id() == static_cast<int>(kind);
+  return ops::find_op_kind(node.op_type()) == kind &&
+         (node.domain().empty() || node.domain() == "ai.onnx");
+}
+
+bool is_float_tensor(const ir::Value* v) {
+  return v && v->type().is_tensor() && ir::dtype_is_float(v->type().dtype);
+}
+
+// The one node of `graph` that reads `v`, when v has exactly one use and is no graph output.
+ir::Node* sole_consumer(const ir::Graph& graph, const ir::Value* v) {
+  if (v->uses().size() != 1) return nullptr;
+  if (std::find(graph.outputs().begin(), graph.outputs().end(), v) != graph.outputs().end())
+    return nullptr;
+  ir::Node* user = v->uses().front().first;
+  return user->owner() == &graph ? user : nullptr;
+}
+
+// B's static last dim when B is at least a matrix (then the output ends in N).
+std::optional<int64_t> static_n(const ir::Node& matmul) {
+  const ir::Value* b = matmul.input(1);
+  if (!b || !b->type().has_rank() || b->type().rank() < 2) return std::nullopt;
+  const ir::Dim& n = b->type().shape->back();
+  if (!n.is_static()) return std::nullopt;
+  return n.value;
+}
+
+// The bias operand of `add` (the input that is not `from`): a constant or graph input, 1-D of
+// static length n, with from's dtype. nullptr when the Add is not such a bias add.
+ir::Value* bias_operand(const ir::Node& add, const ir::Value* from, int64_t n) {
+  if (!is_op(add, ops::OpKind::Add) || add.num_inputs() != 2 || add.num_outputs() != 1)
+    return nullptr;
+  ir::Value* other = add.input(0) == from ? add.input(1) : add.input(0);
+  if (!other || other == from || (add.input(0) != from && add.input(1) != from)) return nullptr;
+  if (!other->is_constant() && !other->is_graph_input()) return nullptr;
+  const ir::Type& t = other->type();
+  if (!t.has_rank() || t.rank() != 1 || t.dtype != from->type().dtype) return nullptr;
+  const ir::Dim& len = t.shape->front();
+  return len.is_static() && len.value == n ? other : nullptr;
+}
+
+// "Relu" or "Gelu" when `node` is an activation the matmul kernels apply exactly, else "".
+std::string activation_name(const ir::Node& node) {
+  if (node.num_inputs() != 1 || node.num_outputs() != 1) return "";
+  if (is_op(node, ops::OpKind::Relu)) return "Relu";
+  if (is_op(node, ops::OpKind::Gelu) && node.attr_string("approximate", "none") == "none")
+    return "Gelu";
+  return "";
+}
+
+// The activation reading `v` (its one use), or nullptr.
+ir::Node* activation_after(const ir::Graph& graph, const ir::Value* v) {
+  ir::Node* next = sole_consumer(graph, v);
+  return next && !activation_name(*next).empty() ? next : nullptr;
+}
+
+}  // namespace
+
+void fuse_matmul_epilogues(ir::Graph& graph) {
+  std::vector<ir::Node*> absorbed;
+  std::vector<ir::Node*> nodes;
+  for (const auto& n : graph.nodes()) nodes.push_back(n.get());
+  for (ir::Node* node : nodes) {
+    const bool matmul = is_op(*node, ops::OpKind::MatMul) && node->num_inputs() == 2;
+    const bool gemm = is_op(*node, ops::OpKind::Gemm);
+    if ((!matmul && !gemm) || node->num_outputs() != 1 || node->has_attribute(kActivationAttr))
+      continue;
+    ir::Value* out = node->output(0);
+    if (!is_float_tensor(out)) continue;
+
+    ir::Value* tail = out;
+    ir::Node* add = nullptr;
+    ir::Value* bias = nullptr;
+    if (matmul) {
+      ir::Node* next = sole_consumer(graph, out);
+      std::optional<int64_t> n = static_n(*node);
+      if (next && n && (bias = bias_operand(*next, out, *n))) {
+        add = next;
+        tail = add->output(0);
+      }
+    }
+    ir::Node* act = activation_after(graph, tail);
+    if (act) tail = act->output(0);
+    if (!add && !act) continue;
+
+    if (add) node->add_input(bias);
+    if (act)
+      node->set_attribute(ir::Attribute::make_string(kActivationAttr, activation_name(*act)));
+    graph.replace_all_uses(tail, out);
+    // Detach the absorbed nodes first, so that erasing them leaves no orphaned values.
+    for (ir::Node* gone : {add, act}) {
+      if (!gone) continue;
+      for (size_t i = 0; i < gone->num_inputs(); ++i) gone->set_input(i, nullptr);
+      absorbed.push_back(gone);
+    }
+  }
+  graph.remove_nodes_if([&](const ir::Node& n) {
+    return std::find(absorbed.begin(), absorbed.end(), &n) != absorbed.end();
+  });
+}
+
+}  // namespace switchyard::cuda

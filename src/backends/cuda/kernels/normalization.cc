@@ -1,0 +1,360 @@
+// CUDA kernels of the normalization family, host side: LayerNormalization, BatchNormalization
+// (inference only: training_mode=1 is refused through KernelDef::check), InstanceNormalization,
+// GroupNormalization (opset-21 per-channel scale/bias, like the CPU kernel),
+// LpNormalization and MeanVarianceNormalization, for float32/float16/bfloat16/float64.
+// Attribute, shape and error rules mirror the CPU kernels (src/backends/cpu/kernels/
+// normalization.cc), which the GPU is tested against; device code is in normalization.cu.
+#include <string>
+#include <vector>
+
+#include "backends/cuda/cuda_context.h"
+#include "backends/cuda/cuda_kernels.h"
+#include "backends/cuda/kernels/normalization_impl.h"
+#include "ops/op_kind.h"
+#include "ops/shape_inference.h"
+
+namespace switchyard::cuda {
+
+namespace {
+
+using backends::KernelContext;
+using backends::Support;
+using ir::DType;
+
+const std::vector<DType> kFloatTypes = {DType::Float32, DType::Float16, DType::BFloat16,
+                                        DType::Float64};
+
+// Refuses nodes whose input 0 is known to have more dims than the kernels' index views hold.
+Support check_rank_fits(const ir::Node& node) {
+  const ir::Value* x = node.input(0);
+  if (x && x->type().has_rank() && x->type().rank() > kNormMaxRank)
+    return Support::no("input has rank " + std::to_string(x->type().rank()) +
+                       ", the CUDA kernel handles at most " + std::to_string(kNormMaxRank));
+  return Support::yes();
+}
+
+// Product of shape[begin, end).
+int64_t product(const std::vector<int64_t>& shape, size_t begin, size_t end) {
+  int64_t p = 1;
+  for (size_t i = begin; i < end; ++i) p *= shape[i];
+  return p;
+}
+
+// Requires input i to be a 1-D float tensor of n elements.
+const ir::Tensor& channel_input(const KernelContext& ctx, size_t i, int64_t n, const char* what) {
+  const ir::Tensor& t = ctx.input(i);
+  if (!ir::dtype_is_float(t.dtype()))
+    ctx.fail("{} must be a float tensor, got {}", what, ir::dtype_name(t.dtype()));
+  if (t.rank() != 1 || t.dim(0) != n)
+    ctx.fail("{} has shape {}, expected [{}]", what, ir::shape_to_string(t.shape()), n);
+  return t;
+}
+
+// channel_input, also of x's dtype (the device code reads it as x's element type).
+const ir::Tensor& channel_input_like(const KernelContext& ctx, size_t i, int64_t n,
+                                     const char* what, const ir::Tensor& x) {
+  const ir::Tensor& t = channel_input(ctx, i, n, what);
+  if (t.dtype() != x.dtype())
+    ctx.fail("{} has dtype {}, expected {} like X", what, ir::dtype_name(t.dtype()),
+             ir::dtype_name(x.dtype()));
+  return t;
+}
+
+ChannelParam channel_param(const ir::Tensor& t) { return {t.raw(), t.dtype()}; }
+
+class BatchNormKernel : public backends::Kernel {
+ public:
+  explicit BatchNormKernel(const backends::KernelInit& init)
+      : epsilon_(init.node.attr_float("epsilon", 1e-5f)) {}
+
+  void run(KernelContext& ctx) const override {
+    const ir::Tensor& x = ctx.input(0);
+    if (x.rank() < 2) ctx.fail("X must have rank >= 2, got {}", x.rank());
+    const int64_t c = x.dim(1);
+    BatchNormArgs a;
+    a.scale = channel_param(channel_input(ctx, 1, c, "scale"));
+    a.bias = channel_param(channel_input(ctx, 2, c, "B"));
+    a.mean = channel_param(channel_input(ctx, 3, c, "input_mean"));
+    a.var = channel_param(channel_input(ctx, 4, c, "input_var"));
+    if (ctx.num_outputs() > 1)
+      ctx.fail("outputs running_mean and running_var exist only with training_mode=1");
+    ir::Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
+    if (y.numel() == 0) return;
+    a.dtype = x.dtype();
+    a.x = x.raw();
+    a.y = y.raw();
+    a.n = x.dim(0);
+    a.channels = c;
+    a.spatial = product(x.shape(), 2, x.shape().size());
+    a.epsilon = epsilon_;
+    std::shared_ptr<void> scratch = ctx.scratch(batch_norm_scratch_bytes(x.dtype(), c));
+    a.scratch = scratch.get();
+    SY_CUDA_CHECK(launch_batch_norm(a, stream_of(ctx)));
+  }
+
+ private:
+  float epsilon_;
+};
+
+Support check_batch_norm(const ir::Node& node) {
+  if (node.attr_int("training_mode", 0) != 0)
+    return Support::no(
+        "BatchNormalization with training_mode=1 has no CUDA kernel (inference mode only)");
+  return Support::yes();
+}
+
+class InstanceNormKernel : public backends::Kernel {
+ public:
+  explicit InstanceNormKernel(const backends::KernelInit& init)
+      : epsilon_(init.node.attr_float("epsilon", 1e-5f)) {}
+
+  void run(KernelContext& ctx) const override {
+    const ir::Tensor& x = ctx.input(0);
+    if (x.rank() < 3) ctx.fail("input must have rank >= 3, got {}", x.rank());
+    const int64_t c = x.dim(1);
+    const ir::Tensor& scale = channel_input_like(ctx, 1, c, "scale", x);
+    const ir::Tensor& bias = channel_input_like(ctx, 2, c, "B", x);
+    ir::Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
+    if (y.numel() == 0) return;
+    const int64_t spatial = product(x.shape(), 2, x.shape().size());
+    GroupNormArgs a;
+    a.dtype = x.dtype();
+    a.x = x.raw();
+    a.y = y.raw();
+    a.scale = scale.raw();
+    a.bias = bias.raw();
+    a.blocks = x.dim(0) * c;
+    a.block_size = spatial;
+    a.spatial = spatial;
+    a.channels = c;
+    a.channels_per_block = 1;
+    a.epsilon = epsilon_;
+    SY_CUDA_CHECK(launch_group_norm(a, stream_of(ctx)));
+  }
+
+ private:
+  float epsilon_;
+};
+
+class GroupNormKernel : public backends::Kernel {
+ public:
+  explicit GroupNormKernel(const backends::KernelInit& init)
+      : epsilon_(init.node.attr_float("epsilon", 1e-5f)),
+        groups_(init.node.attr_int("num_groups")) {}
+
+  void run(KernelContext& ctx) const override {
+    const ir::Tensor& x = ctx.input(0);
+    if (x.rank() < 2) ctx.fail("X must have rank >= 2, got {}", x.rank());
+    const int64_t c = x.dim(1);
+    if (groups_ <= 0 || c % groups_ != 0)
+      ctx.fail("{} channels cannot be split into {} groups", c, groups_);
+    const ir::Tensor& scale = channel_input_like(ctx, 1, c, "scale", x);
+    const ir::Tensor& bias = channel_input_like(ctx, 2, c, "bias", x);
+    ir::Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
+    if (y.numel() == 0) return;
+    const int64_t spatial = product(x.shape(), 2, x.shape().size());
+    const int64_t per_group = c / groups_;
+    GroupNormArgs a;
+    a.dtype = x.dtype();
+    a.x = x.raw();
+    a.y = y.raw();
+    a.scale = scale.raw();
+    a.bias = bias.raw();
+    a.blocks = x.dim(0) * groups_;
+    a.block_size = per_group * spatial;
+    a.spatial = spatial;
+    a.channels = c;
+    a.channels_per_block = per_group;
+    a.epsilon = epsilon_;
+    SY_CUDA_CHECK(launch_group_norm(a, stream_of(ctx)));
+  }
+
+ private:
+  float epsilon_;
+  int64_t groups_;
+};
+
+// Describes how LayerNormalization's Scale or B (tensor t) broadcasts to X's shape: per column
+// when it is the same for every row and contiguous over the normalized dims, else through a
+// strided view over all of X's dims. Fails like the CPU kernel when t does not broadcast.
+void broadcast_operand(const KernelContext& ctx, const ir::Tensor& t, const ir::Tensor& x,
+                       int64_t axis, const char* what, bool& per_column, NormDims& view) {
+  const std::vector<int64_t>& shape = x.shape();
+  if (t.rank() > x.rank())
+    ctx.fail("{} has shape {}, which does not broadcast to {}", what,
+             ir::shape_to_string(t.shape()), ir::shape_to_string(shape));
+  const size_t off = shape.size() - t.shape().size();
+  bool constant_before_axis = true;
+  for (size_t i = 0; i < t.shape().size(); ++i) {
+    if (t.shape()[i] != 1 && t.shape()[i] != shape[off + i])
+      ctx.fail("{} has shape {}, which does not broadcast to {}", what,
+               ir::shape_to_string(t.shape()), ir::shape_to_string(shape));
+    if (off + i < static_cast<size_t>(axis) && t.shape()[i] != 1) constant_before_axis = false;
+  }
+  // Every dim of t from the axis on is 1 or X's, so equal numel means equal dims there.
+  per_column =
+      constant_before_axis && t.numel() == product(shape, static_cast<size_t>(axis), shape.size());
+  if (per_column) return;
+  if (x.rank() > kNormMaxRank)
+    ctx.fail("X has rank {}; with {} of shape {} the CUDA kernel handles at most rank {}", x.rank(),
+             what, ir::shape_to_string(t.shape()), kNormMaxRank);
+  view.rank = static_cast<int>(x.rank());
+  int64_t stride = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    view.dims[i] = shape[i];
+    const bool present = i >= off && t.shape()[i - off] != 1;
+    view.strides[i] = present ? stride : 0;
+    if (i >= off) stride *= t.shape()[i - off];
+  }
+}
+
+// The dtype to allocate output i with: its value's type when that is a float tensor type (under
+// --precision fp16/bf16 the partition retypes float32 values), else `fallback`.
+DType output_dtype(const ir::Node& node, size_t i, DType fallback) {
+  const ir::Value* v = node.output(i);
+  if (v && v->type().is_tensor() && ir::dtype_is_float(v->type().dtype)) return v->type().dtype;
+  return fallback;
+}
+
+class LayerNormKernel : public backends::Kernel {
+ public:
+  explicit LayerNormKernel(const backends::KernelInit& init)
+      : axis_(init.node.attr_int("axis", -1)),
+        epsilon_(init.node.attr_float("epsilon", 1e-5f)),
+        stash_(static_cast<DType>(init.node.attr_int("stash_type", 1))),
+        stats_dtype_(output_dtype(init.node, 1, stash_)) {}
+
+  void run(KernelContext& ctx) const override {
+    const ir::Tensor& x = ctx.input(0);
+    if (x.rank() == 0) ctx.fail("X must have rank >= 1");
+    const int64_t axis = ops::normalize_axis(ctx.node(), axis_, x.rank());
+    const ir::Tensor& scale = ctx.input(1);
+    if (scale.dtype() != x.dtype())
+      ctx.fail("Scale has dtype {}, expected {} like X", ir::dtype_name(scale.dtype()),
+               ir::dtype_name(x.dtype()));
+    const bool has_bias = ctx.has_input(2);
+    if (has_bias && ctx.input(2).dtype() != x.dtype())
+      ctx.fail("B has dtype {}, expected {} like X", ir::dtype_name(ctx.input(2).dtype()),
+               ir::dtype_name(x.dtype()));
+    LayerNormArgs a;
+    broadcast_operand(ctx, scale, x, axis, "Scale", a.scale_per_column, a.scale_view);
+    if (has_bias)
+      broadcast_operand(ctx, ctx.input(2), x, axis, "B", a.bias_per_column, a.bias_view);
+    std::vector<int64_t> stats_shape = x.shape();
+    for (int64_t i = axis; i < x.rank(); ++i) stats_shape[static_cast<size_t>(i)] = 1;
+    ir::Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
+    ir::Tensor* mean =
+        ctx.num_outputs() > 1 ? &ctx.allocate_output(1, stats_dtype_, stats_shape) : nullptr;
+    ir::Tensor* inv =
+        ctx.num_outputs() > 2 ? &ctx.allocate_output(2, stats_dtype_, stats_shape) : nullptr;
+    a.rows = product(x.shape(), 0, static_cast<size_t>(axis));
+    a.cols = product(x.shape(), static_cast<size_t>(axis), x.shape().size());
+    // Rows of zero columns still have (NaN) statistics, as on the CPU.
+    if (a.rows == 0 || (a.cols == 0 && !mean && !inv)) return;
+    a.dtype = x.dtype();
+    a.x = x.raw();
+    a.y = y.raw();
+    a.scale = scale.raw();
+    a.bias = has_bias ? ctx.input(2).raw() : nullptr;
+    a.epsilon = epsilon_;
+    a.double_stats = stash_ == DType::Float64 || x.dtype() == DType::Float64;
+    a.stats_dtype = stats_dtype_;
+    a.mean = mean ? mean->raw() : nullptr;
+    a.inv_std_dev = inv ? inv->raw() : nullptr;
+    SY_CUDA_CHECK(launch_layer_norm(a, stream_of(ctx)));
+  }
+
+ private:
+  int64_t axis_;
+  float epsilon_;
+  DType stash_;
+  DType stats_dtype_;
+};
+
+class LpNormKernel : public backends::Kernel {
+ public:
+  explicit LpNormKernel(const backends::KernelInit& init)
+      : axis_(init.node.attr_int("axis", -1)), p_(init.node.attr_int("p", 2)) {
+    SY_CHECK(p_ == 1 || p_ == 2, InvalidModel, "{}: p must be 1 or 2, got {}", init.node.describe(),
+             p_);
+  }
+
+  void run(KernelContext& ctx) const override {
+    const ir::Tensor& x = ctx.input(0);
+    if (x.rank() == 0) ctx.fail("input must have rank >= 1");
+    const int64_t axis = ops::normalize_axis(ctx.node(), axis_, x.rank());
+    ir::Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
+    if (y.numel() == 0) return;
+    const size_t ax = static_cast<size_t>(axis);
+    SY_CUDA_CHECK(launch_lp_norm(x.dtype(), x.raw(), y.raw(), product(x.shape(), 0, ax),
+                                 x.dim(axis), product(x.shape(), ax + 1, x.shape().size()),
+                                 static_cast<int>(p_), stream_of(ctx)));
+  }
+
+ private:
+  int64_t axis_;
+  int64_t p_;
+};
+
+class MeanVarianceNormKernel : public backends::Kernel {
+ public:
+  explicit MeanVarianceNormKernel(const backends::KernelInit& init)
+      : axes_(init.node.attr_ints("axes", {0, 2, 3})) {}
+
+  void run(KernelContext& ctx) const override {
+    const ir::Tensor& x = ctx.input(0);
+    const int64_t rank = x.rank();
+    std::vector<bool> reduced(static_cast<size_t>(rank), false);
+    for (int64_t axis : axes_) {
+      if (axis < -rank || axis >= rank)
+        ctx.fail("axis {} is out of range for an input of rank {}", axis, rank);
+      size_t k = static_cast<size_t>(axis < 0 ? axis + rank : axis);
+      if (reduced[k]) ctx.fail("axis {} appears more than once in axes", axis);
+      reduced[k] = true;
+    }
+    if (rank > kNormMaxRank)
+      ctx.fail("input has rank {}, the CUDA kernel handles at most {}", rank, kNormMaxRank);
+    ir::Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
+    if (y.numel() == 0) return;
+    MvnArgs a;
+    a.dtype = x.dtype();
+    a.x = x.raw();
+    a.y = y.raw();
+    a.count = 1;
+    int64_t stride = 1;
+    std::vector<int64_t> strides(static_cast<size_t>(rank));
+    for (size_t i = static_cast<size_t>(rank); i-- > 0;) {
+      strides[i] = stride;
+      stride *= x.shape()[i];
+    }
+    for (size_t i = 0; i < static_cast<size_t>(rank); ++i) {
+      NormDims& d = reduced[i] ? a.reduced : a.kept;
+      d.dims[d.rank] = x.shape()[i];
+      d.strides[d.rank] = strides[i];
+      ++d.rank;
+      if (reduced[i]) a.count *= x.shape()[i];
+    }
+    a.kept_count = x.numel() / a.count;
+    SY_CUDA_CHECK(launch_mean_variance_norm(a, stream_of(ctx)));
+  }
+
+ private:
+  std::vector<int64_t> axes_;
+};
+
+}  // namespace
+
+void register_normalization_kernels(backends::KernelRegistry& r) {
+  using ops::OpKind;
+  r.add(backends::KernelDef{OpKind::BatchNormalization, kFloatTypes, 0, check_batch_norm,
+                            backends::make_factory<BatchNormKernel>()});
+  r.add<InstanceNormKernel>(OpKind::InstanceNormalization, kFloatTypes);
+  r.add(backends::KernelDef{OpKind::LayerNormalization, kFloatTypes, 0, check_rank_fits,
+                            backends::make_factory<LayerNormKernel>()});
+  r.add<GroupNormKernel>(OpKind::GroupNormalization, kFloatTypes);
+  r.add<LpNormKernel>(OpKind::LpNormalization, kFloatTypes);
+  r.add(backends::KernelDef{OpKind::MeanVarianceNormalization, kFloatTypes, 0, check_rank_fits,
+                            backends::make_factory<MeanVarianceNormKernel>()});
+}
+
+}  // namespace switchyard::cuda

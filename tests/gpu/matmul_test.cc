@@ -1,0 +1,316 @@
+// GPU tests of the matmul family (src/backends/cuda/kernels/matmul.cc): MatMul and Gemm on cuda:0
+// against the cpu, on seeded random data — numpy shapes and broadcast batches, Gemm's transposes
+// and C broadcasts, every registered dtype, the tf32/fp16/bf16 precisions — and the fused
+// epilogues (MatMul+Add+Relu/Gelu, Gemm+Relu) through whole small graphs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <optional>
+
+#include "gpu/gpu_test_util.h"
+#include "ir/graph.h"
+#include "switchyard/switchyard.hpp"
+
+namespace switchyard::testing {
+namespace {
+
+struct Shapes {
+  std::vector<int64_t> a, b;
+};
+
+// numpy shapes: matrices, vectors, batches (broadcast or not), odd and larger sizes.
+const std::vector<Shapes>& matmul_shapes() {
+  static const std::vector<Shapes> v = {
+      {{4, 5}, {5, 3}},
+      {{5}, {5, 3}},
+      {{4, 5}, {5}},
+      {{6}, {6}},
+      {{2, 4, 5}, {2, 5, 3}},
+      {{2, 3, 4, 5}, {2, 3, 5, 6}},
+      {{2, 4, 5}, {5, 3}},           // B broadcast: batches fold into M
+      {{4, 5}, {3, 5, 2}},           // A broadcast: stride 0
+      {{2, 1, 4, 5}, {3, 5, 6}},     // both broadcast: several launches
+      {{3, 1, 4, 5}, {1, 2, 5, 6}},  // outer and inner broadcast
+      {{2, 3, 4, 5}, {3, 5, 6}},     // B broadcast over the outer dim only
+      {{7}, {2, 7, 3}},
+      {{2, 3, 7}, {7}},
+      {{1, 7, 13}, {13, 5}},
+      {{33, 65}, {65, 17}},
+  };
+  return v;
+}
+
+OpCase matmul_case(const Shapes& s, DType dtype, uint64_t seed, bool constant_b = false,
+                   double range = 1.0) {
+  return make_case("MatMul",
+                   {random_tensor(dtype, s.a, seed, -range, range),
+                    random_tensor(dtype, s.b, seed + 1, -range, range)},
+                   {}, 1, {false, constant_b});
+}
+
+TEST(CudaMatMul, Float32Shapes) {
+  SY_SKIP_WITHOUT_GPU();
+  uint64_t seed = 100;
+  for (const Shapes& s : matmul_shapes()) {
+    SCOPED_TRACE(shape_to_string(s.a) + " @ " + shape_to_string(s.b));
+    expect_gpu_matches_cpu(matmul_case(s, DType::Float32, seed), 1e-4, 1e-4);
+    expect_gpu_matches_cpu(matmul_case(s, DType::Float32, seed, /*constant_b=*/true), 1e-4, 1e-4);
+    seed += 2;
+  }
+}
+
+TEST(CudaMatMul, LargeFloat32) {
+  SY_SKIP_WITHOUT_GPU();
+  expect_gpu_matches_cpu(matmul_case({{512, 768}, {768, 3072}}, DType::Float32, 7, true), 1e-4,
+                         1e-4);
+  expect_gpu_matches_cpu(matmul_case({{2, 64, 768}, {768, 3072}}, DType::Float32, 8), 1e-4, 1e-4);
+}
+
+TEST(CudaMatMul, Empty) {
+  SY_SKIP_WITHOUT_GPU();
+  expect_gpu_matches_cpu(matmul_case({{0, 5}, {5, 3}}, DType::Float32, 11), 0, 0);
+  expect_gpu_matches_cpu(matmul_case({{2, 0, 5}, {5, 3}}, DType::Float32, 12), 0, 0);
+  // K = 0: a product of nothing is zero.
+  expect_gpu_matches_cpu(matmul_case({{3, 0}, {0, 4}}, DType::Float32, 13), 0, 0);
+  expect_gpu_matches_cpu(matmul_case({{2, 3, 0}, {2, 0, 4}}, DType::Float32, 14), 0, 0);
+}
+
+TEST(CudaMatMul, OtherDtypes) {
+  SY_SKIP_WITHOUT_GPU();
+  uint64_t seed = 200;
+  for (const Shapes& s : matmul_shapes()) {
+    SCOPED_TRACE(shape_to_string(s.a) + " @ " + shape_to_string(s.b));
+    // Both sides round the float-accumulated result once to the storage type.
+    expect_gpu_matches_cpu(matmul_case(s, DType::Float16, seed), 1e-2, 1e-2);
+    expect_gpu_matches_cpu(matmul_case(s, DType::BFloat16, seed), 2e-2, 2e-2);
+    expect_gpu_matches_cpu(matmul_case(s, DType::Float64, seed), 1e-10, 1e-10);
+    seed += 2;
+  }
+}
+
+TEST(CudaMatMul, Precisions) {
+  SY_SKIP_WITHOUT_GPU();
+  uint64_t seed = 300;
+  for (const Shapes& s : matmul_shapes()) {
+    SCOPED_TRACE(shape_to_string(s.a) + " @ " + shape_to_string(s.b));
+    expect_gpu_matches_cpu(matmul_case(s, DType::Float32, seed), 5e-3, 5e-3, "tf32");
+    expect_gpu_matches_cpu(matmul_case(s, DType::Float32, seed, true), 2e-2, 2e-2, "fp16");
+    expect_gpu_matches_cpu(matmul_case(s, DType::Float32, seed), 2e-2, 2e-2, "bf16");
+    seed += 2;
+  }
+  // K = 768: values in [-0.25, 0.25] keep the rounding error of the sums well inside atol.
+  OpCase big = matmul_case({{512, 768}, {768, 3072}}, DType::Float32, 9, true, 0.25);
+  expect_gpu_matches_cpu(big, 5e-3, 2e-3, "tf32");
+  expect_gpu_matches_cpu(big, 2e-2, 2e-2, "fp16");
+  expect_gpu_matches_cpu(big, 2e-2, 2e-2, "bf16");
+}
+
+TEST(CudaMatMul, TF32IsUsedOnlyWhenAsked) {
+  SY_SKIP_WITHOUT_GPU();
+  // Operands with low bits that tf32 drops: fp32 must keep them (the test fails if the fp32
+  // path used tf32), tf32 must stay within its own tolerance.
+  Tensor a = tensor_of(DType::Float32, {1, 2}, {1.0 + std::ldexp(1.0, -20), 1.0});
+  Tensor b = tensor_of(DType::Float32, {2, 1}, {1.0, -1.0});
+  OpCase c = make_case("MatMul", {a, b});
+  std::vector<ir::Datum> got = run_op_gpu(c, "fp32");
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].tensor.data<float>()[0], static_cast<float>(std::ldexp(1.0, -20)));
+  expect_gpu_matches_cpu(c, 5e-3, 5e-3, "tf32");
+}
+
+OpCase gemm_case(std::vector<int64_t> a, std::vector<int64_t> b,
+                 std::optional<std::vector<int64_t>> c, bool trans_a, bool trans_b, float alpha,
+                 float beta, DType dtype, uint64_t seed) {
+  std::vector<std::optional<Tensor>> inputs = {random_tensor(dtype, a, seed),
+                                               random_tensor(dtype, b, seed + 1)};
+  if (c) inputs.emplace_back(random_tensor(dtype, *c, seed + 2));
+  return make_case("Gemm", std::move(inputs),
+                   {Attribute::make_int("transA", trans_a), Attribute::make_int("transB", trans_b),
+                    Attribute::make_float("alpha", alpha), Attribute::make_float("beta", beta)});
+}
+
+// Every transpose with every C broadcast (none, scalar, [N], [1,N], [M,1], [M,N], [1,1]) and
+// alpha/beta that take each path: bias epilogue (beta 1, row C), copied C (beta != 1), ignored C.
+void check_gemm_variants(DType dtype, double rtol, double atol, const std::string& precision) {
+  const int64_t m = 7, k = 13, n = 5;
+  const std::vector<std::optional<std::vector<int64_t>>> cs = {std::nullopt,
+                                                               std::vector<int64_t>{},
+                                                               std::vector<int64_t>{n},
+                                                               std::vector<int64_t>{1, n},
+                                                               std::vector<int64_t>{m, 1},
+                                                               std::vector<int64_t>{m, n},
+                                                               std::vector<int64_t>{1, 1}};
+  const std::pair<float, float> scales[] = {{1.0f, 1.0f}, {0.5f, 2.0f}, {2.0f, 1.0f}, {1.0f, 0.0f}};
+  uint64_t seed = 400;
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      std::vector<int64_t> a = ta ? std::vector<int64_t>{k, m} : std::vector<int64_t>{m, k};
+      std::vector<int64_t> b = tb ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n};
+      for (const auto& c : cs) {
+        for (auto [alpha, beta] : scales) {
+          SCOPED_TRACE(fmt::format("transA {} transB {} C {} alpha {} beta {}", ta, tb,
+                                   c ? shape_to_string(*c) : "none", alpha, beta));
+          expect_gpu_matches_cpu(gemm_case(a, b, c, ta, tb, alpha, beta, dtype, seed), rtol, atol,
+                                 precision);
+          seed += 3;
+        }
+      }
+    }
+  }
+}
+
+TEST(CudaGemm, Float32Variants) {
+  SY_SKIP_WITHOUT_GPU();
+  check_gemm_variants(DType::Float32, 1e-4, 1e-4, "fp32");
+}
+
+TEST(CudaGemm, OtherDtypesAndPrecisions) {
+  SY_SKIP_WITHOUT_GPU();
+  check_gemm_variants(DType::Float16, 1e-2, 1e-2, "fp32");
+  check_gemm_variants(DType::BFloat16, 2e-2, 2e-2, "fp32");
+  check_gemm_variants(DType::Float64, 1e-10, 1e-10, "fp32");
+  check_gemm_variants(DType::Float32, 5e-3, 5e-3, "tf32");
+  check_gemm_variants(DType::Float32, 2e-2, 2e-2, "fp16");
+  check_gemm_variants(DType::Float32, 2e-2, 2e-2, "bf16");
+}
+
+TEST(CudaGemm, LargeAndEmpty) {
+  SY_SKIP_WITHOUT_GPU();
+  // A typical classifier head: [batch, 2048] x [1000, 2048]^T + [1000].
+  expect_gpu_matches_cpu(gemm_case({64, 2048}, {1000, 2048}, std::vector<int64_t>{1000}, false,
+                                   true, 1, 1, DType::Float32, 500),
+                         1e-4, 1e-4);
+  expect_gpu_matches_cpu(
+      gemm_case({0, 4}, {4, 3}, std::vector<int64_t>{3}, false, false, 1, 1, DType::Float32, 503),
+      0, 0);
+  // K = 0: Y = beta * C.
+  expect_gpu_matches_cpu(gemm_case({3, 0}, {0, 4}, std::vector<int64_t>{3, 1}, false, false, 1.5f,
+                                   0.5f, DType::Float32, 506),
+                         1e-6, 1e-6);
+  expect_gpu_matches_cpu(
+      gemm_case({3, 0}, {0, 4}, std::vector<int64_t>{4}, false, false, 1, 1, DType::Float32, 509),
+      1e-6, 1e-6);
+}
+
+// ---- Fused epilogues, through whole graphs (the CUDA partition fuses them) -------------------
+
+// x [rows, k] @ w [k, n] (+ bias [n]) → activation; `bias_first` writes Add(bias, y).
+struct ChainSpec {
+  int64_t rows = 6, k = 13, n = 9;
+  bool bias = true;
+  bool bias_first = false;
+  std::string activation;       // "", "Relu", "Gelu"
+  bool expose_product = false;  // the MatMul output is a graph output too (no fusion then)
+  bool gemm = false;            // Gemm(x, w, bias) → activation instead of MatMul
+};
+
+std::unique_ptr<ir::Graph> chain_graph(const ChainSpec& s, uint64_t seed) {
+  auto g = std::make_unique<ir::Graph>("main");
+  ir::Value* x = g->add_input("x", ir::Type::tensor(DType::Float32, ir::make_shape({s.rows, s.k})));
+  ir::Value* w = g->add_constant("w", random_tensor(DType::Float32, {s.k, s.n}, seed + 1));
+  ir::Value* b = g->add_constant("b", random_tensor(DType::Float32, {s.n}, seed + 2));
+  ir::Value* y = nullptr;
+  std::vector<ir::Value*> outputs;
+  if (s.gemm) {
+    y = g->add_node("Gemm", "gemm", {x, w, s.bias ? b : nullptr}, {"y"})->output(0);
+  } else {
+    y = g->add_node("MatMul", "matmul", {x, w}, {"y"})->output(0);
+    if (s.expose_product) outputs.push_back(y);
+    if (s.bias) {
+      std::vector<ir::Value*> in =
+          s.bias_first ? std::vector<ir::Value*>{b, y} : std::vector<ir::Value*>{y, b};
+      y = g->add_node("Add", "add", in, {"y_bias"})->output(0);
+    }
+  }
+  if (!s.activation.empty()) y = g->add_node(s.activation, "act", {y}, {"y_act"})->output(0);
+  outputs.push_back(y);
+  for (ir::Value* v : outputs) g->add_output(v);
+  return g;
+}
+
+std::map<std::string, Tensor> run_chain(const ChainSpec& s, uint64_t seed, const Tensor& x,
+                                        Options options) {
+  options.num_threads = 2;
+  Executable exe = Model::from_graph(chain_graph(s, seed)).compile(options);
+  return exe.run({{"x", x}});
+}
+
+void expect_chain_matches_cpu(const ChainSpec& s, uint64_t seed, double rtol, double atol,
+                              const std::string& precision = "fp32") {
+  Tensor x = random_tensor(DType::Float32, {s.rows, s.k}, seed, -2.0, 2.0);
+  Options cpu;
+  cpu.compute_units = "cpu_only";
+  Options gpu;
+  gpu.device = "cuda:0";
+  gpu.fallback = "strict";
+  gpu.precision = precision;
+  std::map<std::string, Tensor> want = run_chain(s, seed, x, cpu);
+  std::map<std::string, Tensor> got = run_chain(s, seed, x, gpu);
+  ASSERT_EQ(got.size(), want.size());
+  for (const auto& [name, w] : want) {
+    ASSERT_TRUE(got.count(name)) << name;
+    EXPECT_EQ(compare_tensors(got.at(name), w, rtol, atol), "") << name << " at " << precision;
+  }
+}
+
+TEST(CudaMatMulFusion, BiasAndActivations) {
+  SY_SKIP_WITHOUT_GPU();
+  uint64_t seed = 600;
+  for (const char* act : {"", "Relu", "Gelu"}) {
+    for (bool bias : {false, true}) {
+      for (bool bias_first : {false, true}) {
+        if (!bias && bias_first) continue;
+        ChainSpec s;
+        s.bias = bias;
+        s.bias_first = bias_first;
+        s.activation = act;
+        SCOPED_TRACE(fmt::format("bias {} (first {}) activation '{}'", bias, bias_first, act));
+        expect_chain_matches_cpu(s, seed, 1e-4, 1e-4);
+        expect_chain_matches_cpu(s, seed, 2e-2, 2e-2, "fp16");
+        expect_chain_matches_cpu(s, seed, 2e-2, 2e-2, "bf16");
+        seed += 3;
+      }
+    }
+  }
+}
+
+TEST(CudaMatMulFusion, SharedProductIsNotAbsorbed) {
+  SY_SKIP_WITHOUT_GPU();
+  ChainSpec s;
+  s.activation = "Relu";
+  s.expose_product = true;
+  expect_chain_matches_cpu(s, 700, 1e-4, 1e-4);
+}
+
+TEST(CudaMatMulFusion, LargerOddShapes) {
+  SY_SKIP_WITHOUT_GPU();
+  ChainSpec s;
+  s.rows = 130;
+  s.k = 77;
+  s.n = 301;
+  s.activation = "Gelu";
+  expect_chain_matches_cpu(s, 710, 1e-4, 1e-4);
+  s.activation = "Relu";
+  expect_chain_matches_cpu(s, 720, 5e-3, 2e-2, "tf32");
+}
+
+TEST(CudaGemmFusion, Activations) {
+  SY_SKIP_WITHOUT_GPU();
+  uint64_t seed = 800;
+  for (const char* act : {"Relu", "Gelu"}) {
+    for (bool bias : {false, true}) {
+      ChainSpec s;
+      s.gemm = true;
+      s.bias = bias;
+      s.activation = act;
+      SCOPED_TRACE(fmt::format("bias {} activation '{}'", bias, act));
+      expect_chain_matches_cpu(s, seed, 1e-4, 1e-4);
+      expect_chain_matches_cpu(s, seed, 2e-2, 2e-2, "bf16");
+      seed += 3;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace switchyard::testing

@@ -1,0 +1,230 @@
+// CUDA pool kernels against the CPU backend on seeded random data: MaxPool (Indices in both
+// storage orders, int8/uint8 ties), AveragePool (count_include_pad), LpPool and the global pools,
+// over 1-D/2-D/3-D windows with strides, dilations, explicit pads, auto_pad and ceil_mode
+// (including windows that start in the padding or lie wholly in it), resnet50 / mobilenet_v2 /
+// squeezenet shapes, every registered dtype and --precision fp16/bf16.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "gpu/gpu_test_util.h"
+
+namespace switchyard::testing {
+namespace {
+
+const std::vector<DType> kFloatTypes = {DType::Float32, DType::Float16, DType::BFloat16,
+                                        DType::Float64};
+const std::vector<DType> kMaxPoolTypes = {DType::Float32, DType::Float16, DType::BFloat16,
+                                          DType::Float64, DType::Int8,    DType::UInt8};
+const std::vector<std::string> kLowPrecisions = {"fp16", "bf16"};
+
+struct Tolerance {
+  double rtol;
+  double atol;
+};
+
+// Sums may round differently from the CPU's (one ulp for the half types).
+Tolerance sum_tolerance(DType dtype) {
+  switch (dtype) {
+    case DType::Float16:
+      return {4e-3, 2e-3};
+    case DType::BFloat16:
+      return {2e-2, 1e-2};
+    case DType::Float64:
+      return {1e-10, 1e-12};
+    default:
+      return {1e-5, 1e-6};
+  }
+}
+
+constexpr Tolerance kLowPrecision = {2e-2, 2e-2};
+
+// Window attributes of one case; empty lists are left out (the op's defaults).
+struct Window {
+  std::vector<int64_t> x;
+  std::vector<int64_t> kernel;
+  std::vector<int64_t> strides = {}, dilations = {}, pads = {};
+  std::string auto_pad = {};
+  int64_t ceil_mode = 0;
+};
+
+std::vector<Attribute> window_attrs(const Window& w) {
+  std::vector<Attribute> a = {Attribute::make_ints("kernel_shape", w.kernel)};
+  if (!w.strides.empty()) a.push_back(Attribute::make_ints("strides", w.strides));
+  if (!w.dilations.empty()) a.push_back(Attribute::make_ints("dilations", w.dilations));
+  if (!w.pads.empty()) a.push_back(Attribute::make_ints("pads", w.pads));
+  if (!w.auto_pad.empty()) a.push_back(Attribute::make_string("auto_pad", w.auto_pad));
+  if (w.ceil_mode) a.push_back(Attribute::make_int("ceil_mode", w.ceil_mode));
+  return a;
+}
+
+std::string describe(const Window& w) {
+  return "x " + shape_to_string(w.x) + " kernel " + shape_to_string(w.kernel) + " strides " +
+         shape_to_string(w.strides) + " dilations " + shape_to_string(w.dilations) + " pads " +
+         shape_to_string(w.pads) + " auto_pad '" + w.auto_pad + "' ceil " +
+         std::to_string(w.ceil_mode);
+}
+
+// Random data; 8-bit integers over their range (many ties, which the first tap must win).
+Tensor pool_input(DType dtype, const std::vector<int64_t>& shape, uint64_t seed) {
+  if (dtype == DType::Int8) return random_tensor(dtype, shape, seed, -128.0, 127.0);
+  if (dtype == DType::UInt8) return random_tensor(dtype, shape, seed, 0.0, 255.0);
+  return random_tensor(dtype, shape, seed, -2.0, 2.0);
+}
+
+// Windows covering the attribute variants; each is run by every windowed pool.
+const std::vector<Window>& windows() {
+  static const std::vector<Window> w = {
+      {{1, 64, 112, 112}, {3, 3}, {2, 2}, {}, {1, 1, 1, 1}},            // resnet50 stem
+      {{1, 96, 111, 111}, {3, 3}, {2, 2}, {}, {}, {}, 1},               // squeezenet, ceil_mode
+      {{2, 5, 17}, {3}, {2}},                                           // 1-D
+      {{2, 3, 7, 8, 9}, {2, 3, 2}, {2, 1, 2}, {}, {1, 0, 1, 0, 1, 1}},  // 3-D, uneven pads
+      {{2, 3, 13, 11}, {3, 3}, {1, 2}, {2, 2}, {2, 1, 2, 1}},           // dilations
+      {{2, 3, 9, 10}, {3, 2}, {2, 3}, {}, {}, "SAME_UPPER"},
+      {{2, 3, 9, 10}, {3, 2}, {2, 3}, {}, {}, "SAME_LOWER"},
+      {{2, 3, 9, 10}, {4, 3}, {2, 2}, {}, {}, "VALID"},
+      // ceil_mode: the last window starts in the end padding and reaches past it.
+      {{2, 3, 6, 6}, {3, 3}, {2, 2}, {}, {1, 1, 1, 1}, {}, 1},
+      {{1, 2, 7, 5}, {2, 3}, {3, 2}, {2, 1}, {0, 1, 2, 0}, {}, 1},
+      {{3, 4, 1, 1}, {1, 1}},  // 1x1 planes
+      {{0, 3, 8, 8}, {2, 2}},  // empty batch
+  };
+  return w;
+}
+
+TEST(CudaPool, MaxPool) {
+  SY_SKIP_WITHOUT_GPU();
+  uint64_t seed = 100;
+  for (DType dtype : kMaxPoolTypes)
+    for (const Window& w : windows()) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + describe(w));
+      expect_gpu_matches_cpu(
+          make_case("MaxPool", {pool_input(dtype, w.x, ++seed)}, window_attrs(w)), 0.0, 0.0);
+    }
+}
+
+TEST(CudaPool, MaxPoolIndices) {
+  SY_SKIP_WITHOUT_GPU();
+  uint64_t seed = 200;
+  for (DType dtype : kMaxPoolTypes)
+    for (int64_t storage_order : {0, 1})
+      for (const Window& w : windows()) {
+        SCOPED_TRACE(std::string(dtype_name(dtype)) + " storage_order " +
+                     std::to_string(storage_order) + " " + describe(w));
+        std::vector<Attribute> attrs = window_attrs(w);
+        attrs.push_back(Attribute::make_int("storage_order", storage_order));
+        expect_gpu_matches_cpu(make_case("MaxPool", {pool_input(dtype, w.x, ++seed)}, attrs, 2),
+                               0.0, 0.0);
+      }
+}
+
+TEST(CudaPool, MaxPoolWindowsInsidePadding) {
+  SY_SKIP_WITHOUT_GPU();
+  // Corner windows see padding only: the value is the lowest finite number, the index 0 + plane.
+  Window w{{1, 2, 3, 3}, {2, 2}, {2, 2}, {}, {2, 2, 2, 2}};
+  for (DType dtype : {DType::Float32, DType::Float64, DType::Int8, DType::UInt8}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    expect_gpu_matches_cpu(make_case("MaxPool", {pool_input(dtype, w.x, 300)}, window_attrs(w), 2),
+                           0.0, 0.0);
+  }
+}
+
+TEST(CudaPool, AveragePool) {
+  SY_SKIP_WITHOUT_GPU();
+  uint64_t seed = 400;
+  for (DType dtype : kFloatTypes) {
+    Tolerance tol = sum_tolerance(dtype);
+    for (int64_t include_pad : {0, 1})
+      for (const Window& w : windows()) {
+        SCOPED_TRACE(std::string(dtype_name(dtype)) + " count_include_pad " +
+                     std::to_string(include_pad) + " " + describe(w));
+        std::vector<Attribute> attrs = window_attrs(w);
+        attrs.push_back(Attribute::make_int("count_include_pad", include_pad));
+        expect_gpu_matches_cpu(make_case("AveragePool", {pool_input(dtype, w.x, ++seed)}, attrs),
+                               tol.rtol, tol.atol);
+      }
+  }
+}
+
+TEST(CudaPool, LpPool) {
+  SY_SKIP_WITHOUT_GPU();
+  uint64_t seed = 500;
+  for (DType dtype : kFloatTypes) {
+    Tolerance tol = sum_tolerance(dtype);
+    for (int64_t p : {1, 2, 3})
+      for (const Window& w : windows()) {
+        SCOPED_TRACE(std::string(dtype_name(dtype)) + " p " + std::to_string(p) + " " +
+                     describe(w));
+        std::vector<Attribute> attrs = window_attrs(w);
+        attrs.push_back(Attribute::make_int("p", p));
+        expect_gpu_matches_cpu(make_case("LpPool", {pool_input(dtype, w.x, ++seed)}, attrs),
+                               tol.rtol, tol.atol);
+      }
+  }
+}
+
+// Shapes of the global pools: resnet50's, mobilenet_v2's and squeezenet's heads, planes longer
+// than one warp handles, no spatial dims, one and three spatial dims, an empty batch.
+const std::vector<std::vector<int64_t>>& global_shapes() {
+  static const std::vector<std::vector<int64_t>> s = {
+      {2, 2048, 7, 7}, {1, 1280, 7, 7}, {1, 1000, 13, 13}, {1, 8, 64, 64}, {3, 5, 2000},
+      {4, 5},          {2, 3, 17},      {2, 3, 4, 5, 6},   {0, 3, 4, 4},
+  };
+  return s;
+}
+
+TEST(CudaPool, GlobalPools) {
+  SY_SKIP_WITHOUT_GPU();
+  uint64_t seed = 600;
+  for (DType dtype : kMaxPoolTypes)
+    for (const auto& shape : global_shapes()) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " GlobalMaxPool x " + shape_to_string(shape));
+      expect_gpu_matches_cpu(make_case("GlobalMaxPool", {pool_input(dtype, shape, ++seed)}), 0.0,
+                             0.0);
+    }
+  for (DType dtype : kFloatTypes) {
+    Tolerance tol = sum_tolerance(dtype);
+    for (const auto& shape : global_shapes()) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " x " + shape_to_string(shape));
+      expect_gpu_matches_cpu(make_case("GlobalAveragePool", {pool_input(dtype, shape, ++seed)}),
+                             tol.rtol, tol.atol);
+      for (int64_t p : {1, 2, 3}) {
+        SCOPED_TRACE("GlobalLpPool p " + std::to_string(p));
+        expect_gpu_matches_cpu(make_case("GlobalLpPool", {pool_input(dtype, shape, ++seed)},
+                                         {Attribute::make_int("p", p)}),
+                               tol.rtol, tol.atol);
+      }
+    }
+  }
+}
+
+TEST(CudaPool, LowPrecision) {
+  SY_SKIP_WITHOUT_GPU();
+  uint64_t seed = 700;
+  const Window resnet_stem = windows()[0];
+  const Window squeezenet = windows()[1];
+  for (const std::string& precision : kLowPrecisions) {
+    SCOPED_TRACE(precision);
+    expect_gpu_matches_cpu(make_case("MaxPool", {pool_input(DType::Float32, resnet_stem.x, ++seed)},
+                                     window_attrs(resnet_stem)),
+                           kLowPrecision.rtol, kLowPrecision.atol, precision);
+    expect_gpu_matches_cpu(make_case("MaxPool", {pool_input(DType::Float32, squeezenet.x, ++seed)},
+                                     window_attrs(squeezenet)),
+                           kLowPrecision.rtol, kLowPrecision.atol, precision);
+    std::vector<Attribute> avg = window_attrs(windows()[8]);
+    avg.push_back(Attribute::make_int("count_include_pad", 1));
+    expect_gpu_matches_cpu(
+        make_case("AveragePool", {pool_input(DType::Float32, {2, 32, 28, 28}, ++seed)}, avg),
+        kLowPrecision.rtol, kLowPrecision.atol, precision);
+    expect_gpu_matches_cpu(
+        make_case("GlobalAveragePool", {pool_input(DType::Float32, {2, 2048, 7, 7}, ++seed)}),
+        kLowPrecision.rtol, kLowPrecision.atol, precision);
+    expect_gpu_matches_cpu(
+        make_case("GlobalMaxPool", {pool_input(DType::Float32, {1, 1280, 7, 7}, ++seed)}),
+        kLowPrecision.rtol, kLowPrecision.atol, precision);
+  }
+}
+
+}  // namespace
+}  // namespace switchyard::testing
