@@ -4,12 +4,14 @@
 //
 //   conformance_runner [--data DIR] [--folder node,simple,...] [--filter SUBSTR] [--verbose]
 //                      [--expected FILE --check] [--timeout SECONDS] [--jobs N]
-//                      [--device cuda:0 [--claimed-only]]
+//                      [--device cuda:0 [--claimed-only]] [--in-process]
 //
 // Prints one line per folder: "FOLDER: N passed, N failed, N skipped". With --check, the exit
 // code is non-zero when a case fails that FILE does not list, or a listed case passes.
 // --device places every node on that device (fallback allow, or strict with --claimed-only,
 // where a case whose nodes the device does not all claim is skipped as "not claimed").
+// --in-process runs the cases in this process (no fork, no time limit): on a GPU each child
+// would set up its own CUDA context, which costs more than most cases.
 #include <fmt/format.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -323,6 +325,7 @@ int main(int argc, char** argv) {
   bool check = false;
   int timeout_s = 120;
   int jobs = 1;
+  bool in_process = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -352,6 +355,8 @@ int main(int argc, char** argv) {
       g_device = next();
     else if (a == "--claimed-only")
       g_claimed_only = true;
+    else if (a == "--in-process")
+      in_process = true;
     else {
       fmt::print(stderr, "unknown argument '{}'\n", a);
       return 2;
@@ -364,7 +369,7 @@ int main(int argc, char** argv) {
         data);
     return check ? 1 : 0;
   }
-  if (!g_device.empty()) {
+  if (!g_device.empty() && !in_process) {
     std::string problem = device_problem();
     if (!problem.empty()) {
       fmt::print("conformance: device {} is not available ({}); 0 passed, 0 failed\n", g_device,
@@ -402,7 +407,16 @@ int main(int argc, char** argv) {
     int pass = 0, fail = 0, skip = 0;
     // Up to `jobs` cases run at once; results are reported in case order.
     std::vector<Outcome> outcomes(cases.size());
-    for (size_t first = 0; first < cases.size(); first += static_cast<size_t>(jobs)) {
+    for (size_t k = 0; in_process && k < cases.size(); ++k) {
+      try {
+        outcomes[k] = run_case(cases[k]);
+      } catch (const std::exception& e) {
+        outcomes[k] = {Outcome::Fail, std::string("exception: ") + e.what()};
+      }
+      std::replace(outcomes[k].reason.begin(), outcomes[k].reason.end(), '\n', ' ');
+    }
+    for (size_t first = 0; !in_process && first < cases.size();
+         first += static_cast<size_t>(jobs)) {
       size_t last = std::min(cases.size(), first + static_cast<size_t>(jobs));
       std::vector<Child> children;
       for (size_t k = first; k < last; ++k) children.push_back(start_isolated(cases[k], timeout_s));

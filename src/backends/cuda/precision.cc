@@ -81,7 +81,11 @@ std::map<const ir::Node*, std::string> apply_precision(ir::Graph& g, ir::DType t
 
   // Graph inputs: cast on entry (host-read uses keep the float32 value).
   for (ir::Value* in : std::vector<ir::Value*>(g.inputs())) {
-    if (!is_f32_tensor(in) || in->uses().empty()) continue;
+    if (!is_f32_tensor(in)) continue;
+    bool device_use = false;
+    for (auto [node, idx] : in->uses())
+      if (!host_slots(*node, kernels).count(idx)) device_use = true;
+    if (!device_use) continue;  // read on the host only (it may live there)
     ir::Value* cast = add_cast(g, in, target, in->name());
     redirect_device_uses(in, cast, cast->producer(), kernels);
   }

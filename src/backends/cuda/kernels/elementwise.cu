@@ -168,12 +168,20 @@ __device__ __forceinline__ void operand_offsets(const EwIndexing& ix, int64_t i,
 // ---- scalar math (the CPU kernels' expressions) ----
 
 /// std::max / std::min, NaN behaviour included (the first argument wins a NaN comparison).
+// The NaN tests are explicit: nvcc may turn a bare compare-and-select into a min/max
+// instruction, which picks the number over a NaN in either position.
+template <typename V>
+__device__ __forceinline__ bool nan_(V v) {
+  return v != v;
+}
 template <typename V>
 __device__ __forceinline__ V smax(V a, V b) {
+  if (nan_(a) || nan_(b)) return a;
   return a < b ? b : a;
 }
 template <typename V>
 __device__ __forceinline__ V smin(V a, V b) {
+  if (nan_(a) || nan_(b)) return a;
   return b < a ? b : a;
 }
 
