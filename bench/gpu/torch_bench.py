@@ -94,6 +94,46 @@ def run_switchyard(args, model, precision, inputs_npz, outputs_npz):
     return float(j["median_ms"]), j.get("placement", ""), None
 
 
+def profile_notes(args, worst):
+    """Where the time goes in the slowest config (against torch's graph replay): one traced
+    Switchyard run (kernel by kernel, a CUDA event around each node), summed by device and op."""
+    ratio, label, model, precision, in_npz = worst
+    trace = os.path.join(tempfile.gettempdir(), "sy_profile_trace.json")
+    cmd = [args.switchyard, "run", os.path.join(args.models, f"{model}.onnx"), "--device",
+           "cuda:0", "--precision", precision, "--inputs", in_npz, "--iterations", "3",
+           "--trace", trace]
+    env = dict(os.environ)
+    env["LD_LIBRARY_PATH"] = args.lib + (":" + env["LD_LIBRARY_PATH"]
+                                         if env.get("LD_LIBRARY_PATH") else "")
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.sy_timeout)
+    if p.returncode != 0 or not os.path.exists(trace):
+        return [f"- profile of {label}: the traced run failed: {p.stderr.strip()[-300:]}"]
+    with open(trace) as f:
+        events = json.load(f)
+    events = events.get("traceEvents", events) if isinstance(events, dict) else events
+    by_key, total, session = {}, 0.0, 0.0
+    for e in events:
+        if e.get("ph") != "X":
+            continue
+        cat, dur = e.get("cat", ""), float(e.get("dur", 0))
+        if cat == "Session":
+            session = max(session, dur)
+            continue
+        args_ = e.get("args", {})
+        key = (args_.get("provider", "?"), cat, args_.get("op_name", e.get("name", "?")))
+        n, d = by_key.get(key, (0, 0.0))
+        by_key[key] = (n + 1, d + dur)
+        total += dur
+    top = sorted(by_key.items(), key=lambda kv: -kv[1][1])[:12]
+    out = [f"- profile of the slowest config, {label} ({ratio:.2f}x torch graph replay): one "
+           f"traced run {session / 1000:.2f} ms of host time; node and copy events sum to "
+           f"{total / 1000:.2f} ms (GPU nodes: device time from CUDA events; cpu nodes and "
+           "copies: host time). Top entries (device, kind, op: count, ms, share):"]
+    for (dev, cat, op), (n, d) in top:
+        out.append(f"  - {dev} {cat} {op}: {n}, {d / 1000:.3f} ms, {100 * d / max(total, 1):.0f}%")
+    return out
+
+
 def event_median_ms(fn, iters, warmup):
     """Median over `iters` calls of fn(), each timed alone with CUDA events (GPU idle before)."""
     for _ in range(warmup):
@@ -222,11 +262,14 @@ def main():
         "channels_last. Ratio = Switchyard / torch (below 1: Switchyard faster).",
         "",
         "| config | Switchyard ms | torch eager ms | torch graph ms | torch eager+copies ms "
-        "| SY/eager | SY/graph | SY/(eager+copies) | max rel diff vs torch |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| SY/eager | SY/graph | SY/(eager+copies) | max rel diff vs torch | torch vs its fp32 "
+        "| SY vs torch fp32 |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     print("\n".join(header), flush=True)
     rows, notes, placed = [], [], set()
+    fp32_models = {}  # model -> TorchModel at fp32: the yardstick for low-precision error
+    worst = None  # (SY/graph ratio, label, model, precision, inputs npz)
     current = (None, None)
     tm = None
     for model, batch, precision in configs:
@@ -256,19 +299,33 @@ def main():
             eager = graphed = copies = reference = None
             notes.append(f"- {label}: torch failed: {type(e).__name__}: {str(e)[:300]}")
 
-        rel = None
+        rel = torch_lowp = sy_vs32 = None
+        ref32 = None
+        if precision != "fp32" and reference is not None:
+            if model not in fp32_models:
+                fp32_models[model] = TorchModel(make_models, model, "fp32")
+            with torch.no_grad():
+                ref32 = fp32_models[model](*fp32_models[model].to_device(host)).float().cpu().numpy()
+            torch_lowp = float(np.abs(reference - ref32).max()) / (float(np.abs(ref32).max()) or 1.0)
         if sy_ms is not None and reference is not None and os.path.exists(out_npz):
             got = np.load(out_npz)
             sy_out = got[got.files[0]].astype(np.float32)
             if sy_out.shape == reference.shape:
                 scale = float(np.abs(reference).max()) or 1.0
                 rel = float(np.abs(sy_out - reference).max()) / scale
+                if ref32 is not None:
+                    sy_vs32 = float(np.abs(sy_out - ref32).max()) / (float(np.abs(ref32).max()) or 1.0)
+        if sy_ms is not None and graphed:
+            if worst is None or sy_ms / graphed > worst[0]:
+                worst = (sy_ms / graphed, label, model, precision, in_npz)
             else:
                 notes.append(f"- {label}: Switchyard output shape {sy_out.shape}, torch "
                              f"{reference.shape}")
         row = (f"| {label} | {fmt_ms(sy_ms)} | {fmt_ms(eager)} | {fmt_ms(graphed)} | "
                f"{fmt_ms(copies)} | {fmt_ratio(sy_ms, eager)} | {fmt_ratio(sy_ms, graphed)} | "
-               f"{fmt_ratio(sy_ms, copies)} | {'—' if rel is None else f'{rel:.1e}'} |")
+               f"{fmt_ratio(sy_ms, copies)} | {'—' if rel is None else f'{rel:.1e}'} | "
+               f"{'—' if torch_lowp is None else f'{torch_lowp:.1e}'} | "
+               f"{'—' if sy_vs32 is None else f'{sy_vs32:.1e}'} |")
         rows.append(row)
         print(row, flush=True)
         print(json.dumps({"config": label, "model": model, "batch": batch, "precision": precision,
@@ -279,6 +336,8 @@ def main():
         if os.path.exists(out_npz):
             os.remove(out_npz)
 
+    if worst is not None:
+        notes += profile_notes(args, worst)
     shutil.rmtree(work, ignore_errors=True)
     text = "\n".join(header + rows + ([""] + notes if notes else [])) + "\n"
     with open(os.path.join(args.out, "bench.md"), "w") as f:

@@ -10,8 +10,6 @@ namespace switchyard::backends {
 
 namespace {
 constexpr size_t kAlign = 64;
-// Cached free blocks beyond this are returned to the system.
-constexpr size_t kMaxCachedBytes = size_t{2} << 30;
 size_t round_up(size_t bytes) {
   return (std::max<size_t>(bytes, 1) + kAlign - 1) / kAlign * kAlign;
 }
@@ -49,6 +47,11 @@ int memory_space_of(const Tensor& tensor) {
 
 HostPool::~HostPool() {
   for (auto& [size, p] : free_) raw_->release(p, size);
+}
+
+void HostPool::set_max_cached_bytes(size_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  max_cached_ = bytes;
 }
 
 void HostPool::trim() {
@@ -99,7 +102,7 @@ std::shared_ptr<void> HostPool::allocate(size_t bytes) {
 void HostPool::release(void* p, size_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   live_ -= bytes;
-  if (cached_ + bytes > kMaxCachedBytes) {
+  if (cached_ + bytes > max_cached_) {
     raw_->release(p, bytes);
     return;
   }

@@ -54,6 +54,10 @@ class HostPool : public std::enable_shared_from_this<HostPool> {
   size_t cached_bytes() const;
   /// Returns every cached block to the allocator (after an allocation failed, say).
   void trim();
+  /// Cached free blocks beyond this go back to the allocator (2 GiB by default). Device pools
+  /// lift it: a block a captured CUDA graph still addresses must never be freed mid-capture,
+  /// and the device's memory limit bounds them anyway.
+  void set_max_cached_bytes(size_t bytes);
 
  private:
   HostPool(bool poison, int memory_space, std::shared_ptr<RawAllocator> raw)
@@ -68,6 +72,7 @@ class HostPool : public std::enable_shared_from_this<HostPool> {
   bool poison_ = false;
   int memory_space_ = kHostMemorySpace;
   std::shared_ptr<RawAllocator> raw_;
+  size_t max_cached_ = size_t{2} << 30;
 };
 
 /// The deleter of pool blocks: returns the block to its pool (or frees it once the pool is

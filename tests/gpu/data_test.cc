@@ -337,7 +337,8 @@ TEST(CudaData, Range) {
                             tensor_of(c.dtype, {}, {c.delta})});
     // Floats: one rounding per element, as the CPU's contracted start + i * delta has.
     expect_gpu_matches_cpu(oc, 1e-6, 1e-6);
-    if (c.dtype == DType::Float32)
+    // fp16 cannot hold values past 65504 (the 0..100000 case): float32 only there.
+    if (c.dtype == DType::Float32 && std::abs(c.limit) < 65504)
       for (const std::string& p : kLowPrecisions) expect_gpu_matches_cpu(oc, 2e-2, 1e-2, p);
   }
 }

@@ -348,7 +348,7 @@ stage_sanitize() {
       tmp=$SY/run/sanitize.$name.$tool.log
       : >"$tmp"
       local t0=$SECONDS
-      run_sy "$t" "$tmp" "$cs" --tool "$tool" --error-exitcode 1 --print-limit 20 \
+      run_sy "$t" "$tmp" "$cs" --tool "$tool" --report-api-errors no --error-exitcode 1 --print-limit 20 \
         "$SY/bin/$name" --gtest_brief=1 "${filter[@]}"
       rc=$?
       { echo "===== $tool $name (exit $rc, $((SECONDS - t0)) s)"; cat "$tmp"; echo; } >>"$log"

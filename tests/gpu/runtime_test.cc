@@ -225,3 +225,40 @@ TEST(CudaRuntime, TraceHasEveryNodeOnTheGpuTrack) {
 
 }  // namespace
 }  // namespace switchyard::testing
+
+namespace switchyard::testing {
+namespace {
+
+// A pipeline split across a GPU and another device: stages on cuda:0 and sim:0 with the values
+// between them copied out of device memory and back in.
+TEST(CudaRuntime, PipelineSplitAcrossTheGpuAndAnotherDevice) {
+  SY_SKIP_WITHOUT_GPU();
+  auto make = [] {
+    auto g = std::make_unique<ir::Graph>("mlp");
+    ir::Value* v = g->add_input("X", ir::Type::tensor(kF32, ir::Shape{ir::Dim("N"), 64}));
+    for (int k = 0; k < 6; ++k) {
+      ir::Value* w = g->add_constant("W" + std::to_string(k), random_tensor(kF32, {64, 64}, 50 + k));
+      v = g->add_node("MatMul", "mm" + std::to_string(k), {v, w}, {"mm" + std::to_string(k)})
+              ->output(0);
+      v = g->add_node("Relu", "relu" + std::to_string(k), {v}, {"r" + std::to_string(k)})->output(0);
+    }
+    g->add_output(v);
+    return g;
+  };
+  Options o;
+  o.device = "cuda:0,sim:0";
+  o.split = "pipeline";
+  o.sim_devices = 1;
+  Executable split = compile_on(make(), o);
+  std::string summary = split.placement_summary();
+  EXPECT_NE(summary.find("cuda:0"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("sim:0"), std::string::npos) << summary;
+  Executable cpu = compile_on(make(), cpu_options());
+  for (int64_t n : {1, 7}) {
+    ir::Tensor x = random_tensor(kF32, {n, 64}, static_cast<uint64_t>(n));
+    EXPECT_TENSOR_NEAR(run1(split, x), run1(cpu, x), 1e-4, 1e-4) << summary;
+  }
+}
+
+}  // namespace
+}  // namespace switchyard::testing

@@ -81,7 +81,9 @@ std::unique_ptr<backends::CompiledPartition> CudaBackend::compile(
 }
 
 std::shared_ptr<backends::HostPool> CudaBackend::create_pool(bool poison) const {
-  return backends::HostPool::create(poison, memory_space_of_device(index_), allocator_);
+  auto pool = backends::HostPool::create(poison, memory_space_of_device(index_), allocator_);
+  pool->set_max_cached_bytes(SIZE_MAX);
+  return pool;
 }
 
 namespace {
