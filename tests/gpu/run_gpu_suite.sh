@@ -320,6 +320,13 @@ stage_models() {
     return
   fi
   [ -x "$SY/bin/models_gpu_test" ] || { status[models]=FAIL note[models]="no models_gpu_test in the bundle"; return; }
+  # PyTorch's own fp16/bf16 error on each model: the yardstick models_gpu_test reads.
+  if [ ! -f "$MODELS/torch_precision_error.json" ]; then
+    t=$(step_timeout 120)
+    (cd "$SY/reference" && REFERENCE_MODELS=$MODELS timeout -k 10 "$t" \
+       python3 "$repo/tests/gpu/torch_precision_error.py" "$SY/reference" "${model_names[@]}") \
+      2>&1 | tee -a "$log" | sed 's/^/    /'
+  fi
   t=$(step_timeout 100000)
   [ "$t" -gt 0 ] || { status[models]=SKIP note[models]="models made; test not run (time budget)"; return; }
   local filter=()
