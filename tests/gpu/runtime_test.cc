@@ -262,3 +262,41 @@ TEST(CudaRuntime, PipelineSplitAcrossTheGpuAndAnotherDevice) {
 
 }  // namespace
 }  // namespace switchyard::testing
+
+namespace switchyard::testing {
+namespace {
+
+// Every way of naming the GPU places the graph on cuda:0; so do the defaults.
+TEST(CudaRuntime, DeviceFormsAndComputeUnitsReachTheGpu) {
+  SY_SKIP_WITHOUT_GPU();
+  std::string uuid, name;
+  for (const DeviceDescription& d : describe_devices())
+    if (d.id == "cuda:0") {
+      uuid = d.uuid;
+      name = d.name;
+    }
+  ASSERT_FALSE(uuid.empty());
+  std::vector<Options> forms(6);
+  forms[0].device = "cuda:0";
+  forms[1].device = "cuda:most-memory";
+  forms[2].device = "cuda:uuid=" + uuid.substr(0, 12);
+  forms[3].device = "cuda:name=" + name.substr(name.size() > 4 ? name.size() - 4 : 0);
+  forms[4].compute_units = "cpu_and_gpu";  // no --device: the first GPU by memory
+  // forms[5]: every default
+  Executable cpu = compile_on(chain_graph(), cpu_options());
+  ir::Tensor x = random_tensor(kF32, {2, 64}, 77);
+  for (const Options& o : forms) {
+    Executable exe = compile_on(chain_graph(), o);
+    std::string summary = exe.placement_summary();
+    EXPECT_EQ(summary.rfind("cuda:0:", 0), 0u) << o.device << " " << o.compute_units << ": "
+                                               << summary;
+    EXPECT_TENSOR_NEAR(run1(exe, x), run1(cpu, x), 1e-6, 1e-6);
+  }
+  Options cpu_only;
+  cpu_only.compute_units = "cpu_only";
+  EXPECT_EQ(compile_on(chain_graph(), cpu_only).placement_summary().find("cuda"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace switchyard::testing
