@@ -62,8 +62,7 @@ PluginState load(const std::string& name, const std::string& file, const char* e
 }  // namespace
 
 const PluginState& cuda_plugin() {
-  static const PluginState state =
-      load("cuda", "libswitchyard_cuda.so", "SWITCHYARD_CUDA_BACKEND");
+  static const PluginState state = load("cuda", "libswitchyard_cuda.so", "SWITCHYARD_CUDA_BACKEND");
   return state;
 }
 

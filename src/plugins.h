@@ -11,10 +11,10 @@ namespace switchyard::plugins {
 
 /// A plugin's load state, for `switchyard devices`.
 struct PluginState {
-  std::string name;       ///< "cuda"
-  std::string library;    ///< the file looked for or loaded
-  bool loaded = false;    ///< the library loaded and its ABI matches
-  std::string detail;     ///< why not, or what it found
+  std::string name;     ///< "cuda"
+  std::string library;  ///< the file looked for or loaded
+  bool loaded = false;  ///< the library loaded and its ABI matches
+  std::string detail;   ///< why not, or what it found
   const backends::BackendPlugin* plugin = nullptr;
 };
 

@@ -566,7 +566,8 @@ class Placer {
           p.input_on_host.push_back(on_host ? 1 : 0);
           int home = home_of(v);
           if (on_host) {
-            if (home != 0 && resident.insert({v, 0}).second) out.copies.push_back({v, home, 0, p.index});
+            if (home != 0 && resident.insert({v, 0}).second)
+              out.copies.push_back({v, home, 0, p.index});
             continue;
           }
           if (home == pd) continue;

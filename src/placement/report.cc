@@ -540,7 +540,8 @@ std::string format_text(const PlacementReport& report) {
   for (const NodeDecision& node : report.nodes) {
     rows.push_back({node.node, node.op, node.device, partition_label(node.partition, "-"),
                     cause_name(node.cause), full_reason(node)});
-    if (precisions) rows.back().insert(rows.back().begin() + 4, node.precision.empty() ? "-" : node.precision);
+    if (precisions)
+      rows.back().insert(rows.back().begin() + 4, node.precision.empty() ? "-" : node.precision);
   }
   out += "\n" + format_table(rows, "", {false, false, false, true});
 

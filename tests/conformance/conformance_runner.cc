@@ -27,9 +27,9 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
-#include "plugins.h"
 #include "ir/check.h"
 #include "onnx/import.h"
+#include "plugins.h"
 #include "runtime/executable.h"
 
 namespace fs = std::filesystem;

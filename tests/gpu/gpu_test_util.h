@@ -27,8 +27,8 @@ void expect_gpu_matches_cpu(const OpCase& c, double rtol = 1e-5, double atol = 1
 }  // namespace switchyard::testing
 
 /// First statement of every GPU test.
-#define SY_SKIP_WITHOUT_GPU()                                                      \
-  do {                                                                             \
-    std::string sy_why_ = ::switchyard::testing::gpu_unavailable_reason();         \
+#define SY_SKIP_WITHOUT_GPU()                                                       \
+  do {                                                                              \
+    std::string sy_why_ = ::switchyard::testing::gpu_unavailable_reason();          \
     if (!sy_why_.empty()) GTEST_SKIP() << "no GPU, CUDA test skipped: " << sy_why_; \
   } while (0)

@@ -7,9 +7,9 @@
 // of the same model already differs from its fp32 run by more (deep random-weight CNNs: the
 // rounding of 50 layers compounds): then 1.25x that measured error, which the suite measures in
 // the same call (tests/gpu/torch_precision_error.py writes $REFERENCE_MODELS/
-// torch_precision_error.json). The printed line says which limit applied. Where available_devices() lists cuda:1,
-// each model also runs as a two-stage pipeline over cuda:0 and cuda:1 (fp32, same check) and
-// must place partitions on both GPUs.
+// torch_precision_error.json). The printed line says which limit applied. Where available_devices()
+// lists cuda:1, each model also runs as a two-stage pipeline over cuda:0 and cuda:1 (fp32, same
+// check) and must place partitions on both GPUs.
 //
 // Models come from $REFERENCE_MODELS (else $SWITCHYARD_REFERENCE_MODELS, which ctest's
 // run_models.sh sets). Skips, with one line saying why, without a usable GPU or without models.
@@ -86,10 +86,10 @@ double limit_for(const std::string& model, const std::string& precision) {
   if (precision == "fp32") return tol;
   double yardstick = 1.25 * torch_error(model, precision);
   if (yardstick > tol)
-    std::printf("[ %s %s ] limit %.2e: 1.25x PyTorch's own %s error on this model (%.2e), "
-                "above the nominal %.0e\n",
-                model.c_str(), precision.c_str(), yardstick, precision.c_str(),
-                yardstick / 1.25, tol);
+    std::printf(
+        "[ %s %s ] limit %.2e: 1.25x PyTorch's own %s error on this model (%.2e), "
+        "above the nominal %.0e\n",
+        model.c_str(), precision.c_str(), yardstick, precision.c_str(), yardstick / 1.25, tol);
   return std::max(tol, yardstick);
 }
 
@@ -123,7 +123,8 @@ double max_abs_diff(const Tensor& got, const Tensor& want) {
 // "input_ids=2x64 attention_mask=2x64".
 std::string describe_shapes(const Tensors& inputs) {
   std::string s;
-  for (const auto& [name, t] : inputs) s += (s.empty() ? "" : " ") + name + "=" + shape_to_string(t.shape());
+  for (const auto& [name, t] : inputs)
+    s += (s.empty() ? "" : " ") + name + "=" + shape_to_string(t.shape());
   return s;
 }
 
@@ -133,8 +134,8 @@ Tensors second_shape_inputs(const std::vector<ValueInfo>& declared, bool transfo
   std::mt19937_64 rng(99);
   Tensors inputs;
   for (const ValueInfo& in : declared) {
-    std::vector<int64_t> shape = transformer ? std::vector<int64_t>{2, 64}
-                                             : std::vector<int64_t>{2, 3, 224, 224};
+    std::vector<int64_t> shape =
+        transformer ? std::vector<int64_t>{2, 64} : std::vector<int64_t>{2, 3, 224, 224};
     Tensor t(in.dtype, shape);
     if (in.dtype == DType::Float32) {
       std::normal_distribution<float> normal;
@@ -234,8 +235,8 @@ TEST_P(GpuReferenceModel, MatchesTheCpu) {
   const GpuCase& p = GetParam();
   fs::path dir = models_dir();
   if (dir.empty()) GTEST_SKIP() << "REFERENCE_MODELS is not set: no reference models to run";
-  ASSERT_TRUE(fs::exists(dir / (std::string(p.model.name) + ".onnx"))) << dir << " lacks "
-                                                                       << p.model.name;
+  ASSERT_TRUE(fs::exists(dir / (std::string(p.model.name) + ".onnx")))
+      << dir << " lacks " << p.model.name;
   const Reference& ref = cpu_reference(p.model, dir);
 
   Options options;
@@ -260,8 +261,7 @@ std::vector<GpuCase> gpu_cases() {
 
 INSTANTIATE_TEST_SUITE_P(Models, GpuReferenceModel, ::testing::ValuesIn(gpu_cases()),
                          [](const auto& info) {
-                           return std::string(info.param.model.name) + "_" +
-                                  info.param.precision;
+                           return std::string(info.param.model.name) + "_" + info.param.precision;
                          });
 
 // --- a pipeline over cuda:0 and cuda:1 -----------------------------------------------------------

@@ -111,8 +111,8 @@ std::unique_ptr<ir::Graph> expand_graph() {
   ir::Value* x = g->add_input("X", ir::Type::tensor(kF32, ir::Shape{1, 64}));
   ir::Value* s = g->add_input("S", ir::Type::tensor(ir::DType::Int64, ir::Shape{2}));
   ir::Value* e = g->add_node("Expand", "expand", {x, s}, {"e"})->output(0);
-  ir::Node* r = g->add_node("ReduceSum", "sum", {e, g->add_constant("axes", int64_tensor({0}))},
-                            {"Y"});
+  ir::Node* r =
+      g->add_node("ReduceSum", "sum", {e, g->add_constant("axes", int64_tensor({0}))}, {"Y"});
   g->add_output(r->output(0));
   return g;
 }
@@ -128,8 +128,7 @@ TEST(CudaRuntime, MemoryLimitGivesOutOfMemoryAndASmallerRunSucceeds) {
   Executable gpu = compile_on(expand_graph(), o);
   EXPECT_NE(gpu.placement_summary().find("cuda:0"), std::string::npos);
   // 65536 x 64 floats is all of the 16 MiB alone.
-  expect_error([&] { gpu.internal().run(expand_inputs(65536)); }, ErrorCode::OutOfMemory,
-               "cuda:0");
+  expect_error([&] { gpu.internal().run(expand_inputs(65536)); }, ErrorCode::OutOfMemory, "cuda:0");
   Executable cpu = compile_on(expand_graph(), cpu_options());
   EXPECT_TENSOR_NEAR(gpu.internal().run(expand_inputs(100))[0].tensor,
                      cpu.internal().run(expand_inputs(100))[0].tensor, 1e-5, 1e-5);
@@ -143,8 +142,7 @@ TEST(CudaRuntime, DeviceOutOfMemoryIsTypedAndRecoverable) {
     if (d.id == "cuda:0") memory = d.memory_bytes;
   // An intermediate larger than the whole device.
   int64_t rows = static_cast<int64_t>(memory / (64 * sizeof(float))) + 1024;
-  expect_error([&] { gpu.internal().run(expand_inputs(rows)); }, ErrorCode::OutOfMemory,
-               "cuda:0");
+  expect_error([&] { gpu.internal().run(expand_inputs(rows)); }, ErrorCode::OutOfMemory, "cuda:0");
   Executable cpu = compile_on(expand_graph(), cpu_options());
   EXPECT_TENSOR_NEAR(gpu.internal().run(expand_inputs(1000))[0].tensor,
                      cpu.internal().run(expand_inputs(1000))[0].tensor, 1e-4, 1e-4);
@@ -159,9 +157,9 @@ TEST(CudaRuntime, ShapeValuesStayOnTheHost) {
     ir::Value* x = g->add_input("X", ir::Type::tensor(kF32, ir::Shape{ir::Dim("N"), 256}));
     ir::Value* r = g->add_node("Relu", "relu", {x}, {"r"})->output(0);
     ir::Value* s = g->add_node("Shape", "shape", {r}, {"s"})->output(0);
-    ir::Value* n = g->add_node("Gather", "take_n", {s, g->add_constant("zero", int64_tensor({0}))},
-                               {"n"})
-                       ->output(0);
+    ir::Value* n =
+        g->add_node("Gather", "take_n", {s, g->add_constant("zero", int64_tensor({0}))}, {"n"})
+            ->output(0);
     ir::Node* cat =
         g->add_node("Concat", "dims", {n, g->add_constant("tail", int64_tensor({16, 16}))}, {"d"});
     cat->set_attribute(ir::Attribute::make_int("axis", 0));
@@ -237,10 +235,12 @@ TEST(CudaRuntime, PipelineSplitAcrossTheGpuAndAnotherDevice) {
     auto g = std::make_unique<ir::Graph>("mlp");
     ir::Value* v = g->add_input("X", ir::Type::tensor(kF32, ir::Shape{ir::Dim("N"), 64}));
     for (int k = 0; k < 6; ++k) {
-      ir::Value* w = g->add_constant("W" + std::to_string(k), random_tensor(kF32, {64, 64}, 50 + k));
+      ir::Value* w =
+          g->add_constant("W" + std::to_string(k), random_tensor(kF32, {64, 64}, 50 + k));
       v = g->add_node("MatMul", "mm" + std::to_string(k), {v, w}, {"mm" + std::to_string(k)})
               ->output(0);
-      v = g->add_node("Relu", "relu" + std::to_string(k), {v}, {"r" + std::to_string(k)})->output(0);
+      v = g->add_node("Relu", "relu" + std::to_string(k), {v}, {"r" + std::to_string(k)})
+              ->output(0);
     }
     g->add_output(v);
     return g;
@@ -288,8 +288,8 @@ TEST(CudaRuntime, DeviceFormsAndComputeUnitsReachTheGpu) {
   for (const Options& o : forms) {
     Executable exe = compile_on(chain_graph(), o);
     std::string summary = exe.placement_summary();
-    EXPECT_EQ(summary.rfind("cuda:0:", 0), 0u) << o.device << " " << o.compute_units << ": "
-                                               << summary;
+    EXPECT_EQ(summary.rfind("cuda:0:", 0), 0u)
+        << o.device << " " << o.compute_units << ": " << summary;
     EXPECT_TENSOR_NEAR(run1(exe, x), run1(cpu, x), 1e-6, 1e-6);
   }
   Options cpu_only;

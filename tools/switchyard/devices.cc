@@ -41,7 +41,8 @@ void add_devices_command(CLI::App& app, int& exit_code) {
       if (d.kind != "cuda") continue;
       fmt::print("  {}: {}, {}, {:.1f} GiB, {} SMs, compute capability {}, peers: {}\n", d.id,
                  d.name, d.uuid, static_cast<double>(d.memory_bytes) / (1 << 30), d.sm_count,
-                 d.compute_capability, d.peers.empty() ? "none" : fmt::format("{}", fmt::join(d.peers, ", ")));
+                 d.compute_capability,
+                 d.peers.empty() ? "none" : fmt::format("{}", fmt::join(d.peers, ", ")));
     }
     fmt::print("backends:\n");
     fmt::print("  cpu: built, {} op types (oneDNN for Conv/MatMul/Gemm/pooling)\n",

@@ -99,8 +99,8 @@ ir::Tensor device_tensor(const ir::Tensor& like, backends::HostPool& pool) {
 ir::Datum CudaBackend::copy_in(const ir::Datum& value, backends::HostPool& pool) const {
   SY_ASSERT(pool.memory_space() == memory_space_of_device(index_));
   auto one = [&](const ir::Tensor& t) {
-    SY_CHECK(t.dtype() != ir::DType::String, Unsupported,
-             "string tensors cannot be copied to {}", info_.id);
+    SY_CHECK(t.dtype() != ir::DType::String, Unsupported, "string tensors cannot be copied to {}",
+             info_.id);
     ir::Tensor out = device_tensor(t, pool);
     if (!t.nbytes()) return out;
     int from = device_of_memory_space(backends::memory_space_of(t));

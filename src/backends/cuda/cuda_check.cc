@@ -63,9 +63,8 @@ void throw_status(cudaError_t status, const char* expr, const char* file, int li
 }
 
 void throw_status(cublasStatus_t status, const char* expr, const char* file, int line) {
-  std::string what = fmt::format("cuBLAS status {} ({}) from {} at {}:{}",
-                                 static_cast<int>(status), cublasLtGetStatusString(status), expr,
-                                 file, line);
+  std::string what = fmt::format("cuBLAS status {} ({}) from {} at {}:{}", static_cast<int>(status),
+                                 cublasLtGetStatusString(status), expr, file, line);
   if (status == CUBLAS_STATUS_ALLOC_FAILED)
     SY_THROW(OutOfMemory, "cuda:{}: {}", current_device(), what);
   if (status == CUBLAS_STATUS_NOT_SUPPORTED)

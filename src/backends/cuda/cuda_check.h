@@ -18,10 +18,8 @@
 namespace switchyard::cuda {
 
 [[noreturn]] void throw_status(cudaError_t status, const char* expr, const char* file, int line);
-[[noreturn]] void throw_status(cublasStatus_t status, const char* expr, const char* file,
-                               int line);
-[[noreturn]] void throw_status(cudnnStatus_t status, const char* expr, const char* file,
-                               int line);
+[[noreturn]] void throw_status(cublasStatus_t status, const char* expr, const char* file, int line);
+[[noreturn]] void throw_status(cudnnStatus_t status, const char* expr, const char* file, int line);
 
 inline bool failed(cudaError_t s) { return s != cudaSuccess; }
 inline bool failed(cublasStatus_t s) { return s != CUBLAS_STATUS_SUCCESS; }
@@ -34,9 +32,9 @@ void check_device_alive(int device);
 
 }  // namespace switchyard::cuda
 
-#define SY_CUDA_CHECK(expr)                                                          \
-  do {                                                                               \
-    auto sy_cuda_status_ = (expr);                                                   \
-    if (::switchyard::cuda::failed(sy_cuda_status_))                                 \
+#define SY_CUDA_CHECK(expr)                                                         \
+  do {                                                                              \
+    auto sy_cuda_status_ = (expr);                                                  \
+    if (::switchyard::cuda::failed(sy_cuda_status_))                                \
       ::switchyard::cuda::throw_status(sy_cuda_status_, #expr, __FILE__, __LINE__); \
   } while (0)

@@ -21,10 +21,14 @@ Precision parse_precision(const std::string& text) {
 
 const char* precision_name(Precision p) {
   switch (p) {
-    case Precision::Fp32: return "fp32";
-    case Precision::Tf32: return "tf32";
-    case Precision::Fp16: return "fp16";
-    case Precision::Bf16: return "bf16";
+    case Precision::Fp32:
+      return "fp32";
+    case Precision::Tf32:
+      return "tf32";
+    case Precision::Fp16:
+      return "fp16";
+    case Precision::Bf16:
+      return "bf16";
   }
   return "fp32";
 }
@@ -49,8 +53,8 @@ ir::Tensor host_copy(const backends::KernelContext& ctx, size_t i) {
            ctx.node().describe(), i);
   ir::Tensor out(t.dtype(), t.shape());
   if (t.nbytes()) {
-    SY_CUDA_CHECK(cudaMemcpyAsync(out.raw(), t.raw(), t.nbytes(), cudaMemcpyDeviceToHost,
-                                  rc.stream));
+    SY_CUDA_CHECK(
+        cudaMemcpyAsync(out.raw(), t.raw(), t.nbytes(), cudaMemcpyDeviceToHost, rc.stream));
     SY_CUDA_CHECK(cudaStreamSynchronize(rc.stream));
   }
   return out;
@@ -84,7 +88,8 @@ std::shared_ptr<void> upload(backends::KernelContext& ctx, const void* data, siz
   SY_CUDA_CHECK(cudaMemcpyAsync(block.get(), pinned, bytes, cudaMemcpyHostToDevice, rc.stream));
   if (rc.keepalive) rc.keepalive->push_back(host);
   // The pinned buffer must outlive the copy: free it only once the stream has passed it.
-  auto both = std::make_shared<std::pair<std::shared_ptr<void>, std::shared_ptr<void>>>(block, host);
+  auto both =
+      std::make_shared<std::pair<std::shared_ptr<void>, std::shared_ptr<void>>>(block, host);
   rc.pending->push_back(host);
   return std::shared_ptr<void>(both, block.get());
 }

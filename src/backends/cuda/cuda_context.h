@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "backends/kernel.h"
 #include "backends/cuda/cuda_check.h"
+#include "backends/kernel.h"
 
 namespace switchyard::cuda {
 

@@ -168,8 +168,9 @@ class CudaPartition : public backends::CompiledPartition {
   void check_resident(const ir::Datum& d, size_t i) const {
     bool want_host = i < input_on_host_.size() && input_on_host_[i];
     auto ok = [&](const ir::Tensor& t) {
-      return t.nbytes() == 0 || (want_host ? device_of_memory_space(backends::memory_space_of(t)) < 0
-                                           : backend_.owns(t));
+      return t.nbytes() == 0 ||
+             (want_host ? device_of_memory_space(backends::memory_space_of(t)) < 0
+                        : backend_.owns(t));
     };
     bool resident = true;
     if (d.is_tensor()) resident = ok(d.tensor);
@@ -281,8 +282,7 @@ class CudaPartition : public backends::CompiledPartition {
   // One "Node" event per step from CUDA events (device time), placed after the host time the
   // partition started.
   void record_profile(backends::Profiler& profiler, std::vector<cudaEvent_t>& events,
-                      int64_t host_start, CudaRunContext& rc,
-                      const std::vector<ir::Datum>&) const {
+                      int64_t host_start, CudaRunContext& rc, const std::vector<ir::Datum>&) const {
     cudaEvent_t end;
     SY_CUDA_CHECK(cudaEventCreate(&end));
     SY_CUDA_CHECK(cudaEventRecord(end, rc.stream));

@@ -151,7 +151,8 @@ int device_count(std::string* why) {
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess) {
     cudaGetLastError();
-    if (why) *why = fmt::format("no CUDA device: {} ({})", cudaGetErrorString(e), cudaGetErrorName(e));
+    if (why)
+      *why = fmt::format("no CUDA device: {} ({})", cudaGetErrorString(e), cudaGetErrorName(e));
     return 0;
   }
   if (count == 0 && why) *why = "no CUDA device: the driver reports none";

@@ -17,8 +17,8 @@
 
 namespace switchyard::cuda {
 
-void fuse_conv_epilogues(ir::Graph& graph);         // kernels/conv_fusion.cc
-void fuse_matmul_epilogues(ir::Graph& graph);       // kernels/matmul_fusion.cc
-void fuse_elementwise_chains(ir::Graph& graph);     // kernels/elementwise_fusion.cc
+void fuse_conv_epilogues(ir::Graph& graph);      // kernels/conv_fusion.cc
+void fuse_matmul_epilogues(ir::Graph& graph);    // kernels/matmul_fusion.cc
+void fuse_elementwise_chains(ir::Graph& graph);  // kernels/elementwise_fusion.cc
 
 }  // namespace switchyard::cuda

@@ -109,15 +109,14 @@ std::map<const ir::Node*, std::string> apply_precision(ir::Graph& g, ir::DType t
       v->set_type(t);
     }
     if ((n->op_type() == "Cast" && n->attr_int("to", 0) == 1) ||
-        (n->has_attribute("dtype") && n->attr_int("dtype", 0) == 1 &&
-         n->op_type() != "Cast")) {
+        (n->has_attribute("dtype") && n->attr_int("dtype", 0) == 1 && n->op_type() != "Cast")) {
       std::string key = n->op_type() == "Cast" ? "to" : "dtype";
       n->set_attribute(ir::Attribute::make_int(key, static_cast<int64_t>(target)));
     }
     if (n->op_type() == "ConstantOfShape" && n->has_attribute("value") &&
         n->attr_tensor("value").dtype() == ir::DType::Float32)
-      n->set_attribute(
-          ir::Attribute::make_tensor("value", convert_float_tensor(n->attr_tensor("value"), target)));
+      n->set_attribute(ir::Attribute::make_tensor(
+          "value", convert_float_tensor(n->attr_tensor("value"), target)));
   }
   // Partition outputs leave as float32.
   for (size_t i = 0; i < g.outputs().size(); ++i) {

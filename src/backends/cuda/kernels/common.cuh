@@ -24,7 +24,7 @@ inline unsigned blocks_for(int64_t n, int threads = kThreads) {
   return static_cast<unsigned>(b);
 }
 
-#define SY_GRID_STRIDE(i, n)                                                           \
+#define SY_GRID_STRIDE(i, n)                                                             \
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
        i += static_cast<int64_t>(blockDim.x) * gridDim.x)
 
@@ -77,26 +77,26 @@ __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
 /// Calls F.template operator()<T>() with T the CUDA storage type of a float dtype
 /// (Float32 → float, Float16 → __half, BFloat16 → __nv_bfloat16, Float64 → double); returns
 /// cudaErrorInvalidValue for other dtypes.
-#define SY_DISPATCH_FLOAT(dtype, T, ...)                        \
-  [&]() -> cudaError_t {                                        \
-    switch (dtype) {                                            \
-      case ::switchyard::DType::Float32: {                      \
-        using T = float;                                        \
-        __VA_ARGS__                                             \
-      }                                                         \
-      case ::switchyard::DType::Float16: {                      \
-        using T = __half;                                       \
-        __VA_ARGS__                                             \
-      }                                                         \
-      case ::switchyard::DType::BFloat16: {                     \
-        using T = __nv_bfloat16;                                \
-        __VA_ARGS__                                             \
-      }                                                         \
-      case ::switchyard::DType::Float64: {                      \
-        using T = double;                                       \
-        __VA_ARGS__                                             \
-      }                                                         \
-      default:                                                  \
-        return cudaErrorInvalidValue;                           \
-    }                                                           \
+#define SY_DISPATCH_FLOAT(dtype, T, ...)    \
+  [&]() -> cudaError_t {                    \
+    switch (dtype) {                        \
+      case ::switchyard::DType::Float32: {  \
+        using T = float;                    \
+        __VA_ARGS__                         \
+      }                                     \
+      case ::switchyard::DType::Float16: {  \
+        using T = __half;                   \
+        __VA_ARGS__                         \
+      }                                     \
+      case ::switchyard::DType::BFloat16: { \
+        using T = __nv_bfloat16;            \
+        __VA_ARGS__                         \
+      }                                     \
+      case ::switchyard::DType::Float64: {  \
+        using T = double;                   \
+        __VA_ARGS__                         \
+      }                                     \
+      default:                              \
+        return cudaErrorInvalidValue;       \
+    }                                       \
   }()

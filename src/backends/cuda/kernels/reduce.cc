@@ -1,10 +1,16 @@
-// CUDA kernels of the reduction family: Reduce* (axes as optional host input 1, keepdims,
-// noop_with_empty_axes; opset-18 form, which the importer normalises older opsets to),
-// ArgMax/ArgMin, Softmax/LogSoftmax (opset-13: along one axis). Semantics mirror the cpu kernels
-// (src/backends/cpu/kernels/reduce.cc, normalization_softmax.cc); accumulation is float32 for
-// float16/bfloat16/float32, double for float64, int64 for integers. TopK and CumSum are not
-// implemented on the GPU (they run on the cpu).
+// CUDA kernels of the reduction family: Reduce* (opset-18 form, which the importer normalises
+// older opsets to: axes as optional host input 1, keepdims, noop_with_empty_axes), ArgMax/ArgMin,
+// Softmax/LogSoftmax (opset-13: along one axis), TopK (k as host input 1; always sorted, as on the
+// cpu) and CumSum (axis as host input 1). Attributes, shape rules and messages mirror the cpu
+// kernels (src/backends/cpu/kernels/reduce.cc, normalization_softmax.cc and
+// gather_scatter_select.cc); floats accumulate in float32 (float64 for float64), integers in 64
+// bits with wrap-around. Device code: reduce.cu.
 #include "backends/cuda/kernels/reduce_impl.h"
+
+#include <algorithm>
+#include <climits>
+#include <memory>
+#include <utility>
 
 #include "backends/cuda/cuda_context.h"
 #include "backends/cuda/cuda_kernels.h"
@@ -14,6 +20,10 @@ namespace switchyard::cuda {
 
 namespace {
 
+using backends::KernelContext;
+using backends::KernelDef;
+using backends::KernelInit;
+using backends::Support;
 using ir::DType;
 
 const std::vector<DType> kFloats = {DType::Float32, DType::Float16, DType::BFloat16,
@@ -21,59 +31,121 @@ const std::vector<DType> kFloats = {DType::Float32, DType::Float16, DType::BFloa
 const std::vector<DType> kNumbers = {DType::Float32, DType::Float16, DType::BFloat16,
                                      DType::Float64, DType::Int32,   DType::Int64};
 
+// Refuses an input whose known rank is above what the strided path's parameters hold.
+Support rank_fits(const ir::Node& node) {
+  const ir::Value* v = node.input(0);
+  if (v && v->type().has_rank() && v->type().rank() > kReduceMaxRank)
+    return Support::no(
+        fmt::format("the CUDA {} kernel handles rank up to {}, the input has rank {}",
+                    node.op_type(), kReduceMaxRank, v->type().rank()));
+  return Support::yes();
+}
+
+// Which dims the axes input selects: all of them when absent or empty, none when empty and
+// noop_with_empty_axes is set.
+std::vector<bool> reduced_dims(const KernelContext& ctx, int64_t rank, bool noop) {
+  std::vector<int64_t> axes;
+  if (ctx.has_input(1)) {
+    const ir::Tensor& a = ctx.input(1);
+    if (a.dtype() != DType::Int64 || a.rank() != 1)
+      ctx.fail("axes must be a 1-D int64 tensor, got {} of shape {}", ir::dtype_name(a.dtype()),
+               ir::shape_to_string(a.shape()));
+    axes = read_ints(ctx, 1);
+  }
+  if (axes.empty()) return std::vector<bool>(static_cast<size_t>(rank), !noop);
+  std::vector<bool> mask(static_cast<size_t>(rank), false);
+  for (int64_t axis : axes) {
+    if (axis < -rank || axis >= rank)
+      ctx.fail("axis {} is out of range for an input of rank {}", axis, rank);
+    size_t k = static_cast<size_t>(axis < 0 ? axis + rank : axis);
+    if (mask[k]) ctx.fail("axis {} appears more than once in axes", axis);
+    mask[k] = true;
+  }
+  return mask;
+}
+
+// The reduction's layout: dims of size 1 dropped and neighbours of the same kind merged, so
+// reduced dims forming one block become an outer x len x inner view.
+ReduceShape reduce_shape(const KernelContext& ctx, const std::vector<int64_t>& shape,
+                         const std::vector<bool>& reduced) {
+  ReduceShape s;
+  std::vector<std::pair<int64_t, bool>> dims;  // (size, reduced)
+  for (size_t i = 0; i < shape.size(); ++i) {
+    (reduced[i] ? s.num_reduced : s.num_out) *= shape[i];
+    if (shape[i] == 1) continue;
+    if (!dims.empty() && dims.back().second == reduced[i]) {
+      dims.back().first *= shape[i];
+    } else {
+      dims.emplace_back(shape[i], reduced[i]);
+    }
+  }
+  int blocks = 0;
+  size_t at = 0;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i].second) {
+      ++blocks;
+      at = i;
+    }
+  }
+  if (s.num_reduced == 0 || blocks == 0) {
+    // Nothing to fold (rows of 0 elements give the identity) or one element per output.
+    s.outer = s.num_out;
+    s.len = s.num_reduced == 0 ? 0 : 1;
+    return s;
+  }
+  if (blocks == 1) {
+    for (size_t i = 0; i < dims.size(); ++i)
+      (i < at ? s.outer : i == at ? s.len : s.inner) *= dims[i].first;
+    return s;
+  }
+  if (dims.size() > static_cast<size_t>(kReduceMaxRank))
+    ctx.fail("the CUDA kernel reduces at most {} alternating groups of dims, got {}",
+             kReduceMaxRank, dims.size());
+  s.generic = true;
+  int64_t stride = 1;
+  for (size_t i = dims.size(); i-- > 0;) {
+    if (dims[i].second) {
+      s.reduced_dims[s.reduced_rank] = dims[i].first;
+      s.reduced_strides[s.reduced_rank++] = stride;
+    } else {
+      s.kept_dims[s.kept_rank] = dims[i].first;
+      s.kept_strides[s.kept_rank++] = stride;
+    }
+    stride *= dims[i].first;
+  }
+  // Collected innermost first; the kernels want row-major order.
+  std::reverse(s.reduced_dims, s.reduced_dims + s.reduced_rank);
+  std::reverse(s.reduced_strides, s.reduced_strides + s.reduced_rank);
+  std::reverse(s.kept_dims, s.kept_dims + s.kept_rank);
+  std::reverse(s.kept_strides, s.kept_strides + s.kept_rank);
+  return s;
+}
+
 template <ReduceOp kOp>
 class ReduceKernel : public backends::Kernel {
  public:
-  explicit ReduceKernel(const backends::KernelInit& init)
+  explicit ReduceKernel(const KernelInit& init)
       : keepdims_(init.node.attr_int("keepdims", 1) != 0),
         noop_(init.node.attr_int("noop_with_empty_axes", 0) != 0) {}
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
-    int64_t rank = x.rank();
-    if (rank > kReduceMaxRank) ctx.fail("rank {} is more than {} dims", rank, kReduceMaxRank);
-    std::vector<bool> reduced(static_cast<size_t>(rank), false);
-    std::vector<int64_t> axes;
-    if (ctx.has_input(1)) {
-      const ir::Tensor& a = ctx.input(1);
-      if (a.dtype() != DType::Int64 || a.rank() != 1)
-        ctx.fail("axes must be a 1-D int64 tensor, got {} of shape {}", ir::dtype_name(a.dtype()),
-                 ir::shape_to_string(a.shape()));
-      axes = read_ints(ctx, 1);
-    }
-    if (axes.empty()) {
-      std::fill(reduced.begin(), reduced.end(), !noop_);
-    } else {
-      for (int64_t a : axes) {
-        int64_t n = ops::normalize_axis(ctx.node(), a, rank);
-        if (reduced[static_cast<size_t>(n)]) ctx.fail("axis {} is given twice", a);
-        reduced[static_cast<size_t>(n)] = true;
-      }
-    }
+    std::vector<bool> reduced = reduced_dims(ctx, x.rank(), noop_);
     std::vector<int64_t> out_shape;
-    ReduceShape s;
-    std::vector<int64_t> strides(static_cast<size_t>(rank), 1);
-    for (int64_t i = rank - 2; i >= 0; --i)
-      strides[static_cast<size_t>(i)] = strides[static_cast<size_t>(i + 1)] * x.dim(i + 1);
-    s.num_out = 1;
-    s.num_reduced = 1;
-    for (int64_t i = 0; i < rank; ++i) {
-      int64_t d = x.dim(i);
-      if (reduced[static_cast<size_t>(i)]) {
-        if (keepdims_) out_shape.push_back(1);
-        s.reduced_dims[s.reduced_rank] = d;
-        s.reduced_strides[s.reduced_rank++] = strides[static_cast<size_t>(i)];
-        s.num_reduced *= d;
-      } else {
-        out_shape.push_back(d);
-        s.kept_dims[s.kept_rank] = d;
-        s.kept_strides[s.kept_rank++] = strides[static_cast<size_t>(i)];
-        s.num_out *= d;
+    for (size_t i = 0; i < reduced.size(); ++i) {
+      if (!reduced[i]) {
+        out_shape.push_back(x.shape()[i]);
+      } else if (keepdims_) {
+        out_shape.push_back(1);
       }
     }
     ir::Tensor& y = ctx.allocate_output(0, x.dtype(), out_shape);
     if (y.numel() == 0) return;
-    SY_CUDA_CHECK(launch_reduce(kOp, x.dtype(), x.raw(), y.raw(), s, stream_of(ctx)));
+    ReduceShape s = reduce_shape(ctx, x.shape(), reduced);
+    size_t bytes = reduce_workspace_bytes(kOp, x.dtype(), s);
+    std::shared_ptr<void> workspace = bytes ? ctx.scratch(bytes) : nullptr;
+    SY_CUDA_CHECK(
+        launch_reduce(kOp, x.dtype(), x.raw(), y.raw(), s, workspace.get(), stream_of(ctx)));
   }
 
  private:
@@ -87,19 +159,20 @@ struct AxisSplit {
 
 AxisSplit split_at(const ir::Tensor& x, int64_t axis) {
   AxisSplit s;
-  for (int64_t i = 0; i < x.rank(); ++i) (i < axis ? s.outer : i == axis ? s.len : s.inner) *= x.dim(i);
+  for (int64_t i = 0; i < x.rank(); ++i)
+    (i < axis ? s.outer : i == axis ? s.len : s.inner) *= x.dim(i);
   return s;
 }
 
 template <bool kMax>
 class ArgReduceKernel : public backends::Kernel {
  public:
-  explicit ArgReduceKernel(const backends::KernelInit& init)
+  explicit ArgReduceKernel(const KernelInit& init)
       : axis_(init.node.attr_int("axis", 0)),
         keepdims_(init.node.attr_int("keepdims", 1) != 0),
         last_(init.node.attr_int("select_last_index", 0) != 0) {}
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
     if (x.rank() == 0) ctx.fail("input must have rank >= 1");
     int64_t axis = ops::normalize_axis(ctx.node(), axis_, x.rank());
@@ -115,8 +188,10 @@ class ArgReduceKernel : public backends::Kernel {
     ir::Tensor& y = ctx.allocate_output(0, DType::Int64, out_shape);
     if (y.numel() == 0) return;
     if (s.len == 0) ctx.fail("cannot select an index along axis {}, which has size 0", axis);
+    size_t bytes = arg_reduce_workspace_bytes(x.dtype(), s.outer, s.len, s.inner);
+    std::shared_ptr<void> workspace = bytes ? ctx.scratch(bytes) : nullptr;
     SY_CUDA_CHECK(launch_arg_reduce(kMax, last_, x.dtype(), x.raw(), y.data<int64_t>(), s.outer,
-                                    s.len, s.inner, stream_of(ctx)));
+                                    s.len, s.inner, workspace.get(), stream_of(ctx)));
   }
 
  private:
@@ -128,30 +203,104 @@ class ArgReduceKernel : public backends::Kernel {
 template <bool kLog>
 class SoftmaxKernel : public backends::Kernel {
  public:
-  explicit SoftmaxKernel(const backends::KernelInit& init)
-      : axis_(init.node.attr_int("axis", -1)) {}
+  explicit SoftmaxKernel(const KernelInit& init) : axis_(init.node.attr_int("axis", -1)) {}
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
     if (x.rank() == 0) ctx.fail("input must have rank >= 1");
     int64_t axis = ops::normalize_axis(ctx.node(), axis_, x.rank());
     AxisSplit s = split_at(x, axis);
     ir::Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
     if (y.numel() == 0) return;
-    SY_CUDA_CHECK(launch_softmax(kLog, x.dtype(), x.raw(), y.raw(), s.outer, s.len, s.inner,
-                                 stream_of(ctx)));
+    SY_CUDA_CHECK(
+        launch_softmax(kLog, x.dtype(), x.raw(), y.raw(), s.outer, s.len, s.inner, stream_of(ctx)));
   }
 
  private:
   int64_t axis_;
 };
 
+// The output is always sorted (as on the cpu), which also satisfies sorted = 0.
+class TopKKernel : public backends::Kernel {
+ public:
+  explicit TopKKernel(const KernelInit& init)
+      : axis_(init.node.attr_int("axis", -1)), largest_(init.node.attr_int("largest", 1) != 0) {}
+
+  void run(KernelContext& ctx) const override {
+    const ir::Tensor& x = ctx.input(0);
+    if (x.rank() == 0) ctx.fail("input must have rank >= 1");
+    int64_t axis = ops::normalize_axis(ctx.node(), axis_, x.rank());
+    if (!ir::dtype_is_integer(ctx.input(1).dtype()))
+      ctx.fail("K must hold integers, got {}", ir::dtype_name(ctx.input(1).dtype()));
+    std::vector<int64_t> kv = read_ints(ctx, 1);
+    if (kv.size() != 1) ctx.fail("K must hold one value, got {}", kv.size());
+    int64_t k = kv[0], dim = x.dim(axis);
+    if (k < 0 || k > dim) ctx.fail("K = {} is outside [0, {}] for axis {}", k, dim, axis);
+    std::vector<int64_t> shape = x.shape();
+    shape[static_cast<size_t>(axis)] = k;
+    ir::Tensor& values = ctx.allocate_output(0, x.dtype(), shape);
+    ir::Tensor& indices = ctx.allocate_output(1, DType::Int64, shape);
+    if (values.numel() == 0) return;
+    AxisSplit s = split_at(x, axis);
+    size_t bytes = topk_workspace_bytes(x.dtype(), s.outer, s.len, s.inner, k);
+    if (bytes == 0 && s.len * k > 4096 && s.len > INT_MAX)
+      ctx.fail("the CUDA TopK kernel sorts axes of fewer than 2^31 elements, axis {} has {}", axis,
+               s.len);
+    std::shared_ptr<void> workspace = bytes ? ctx.scratch(bytes) : nullptr;
+    SY_CUDA_CHECK(launch_topk(largest_, x.dtype(), x.raw(), values.raw(), indices.data<int64_t>(),
+                              s.outer, s.len, s.inner, k, workspace.get(), bytes, stream_of(ctx)));
+  }
+
+ private:
+  int64_t axis_;
+  bool largest_;
+};
+
+class CumSumKernel : public backends::Kernel {
+ public:
+  explicit CumSumKernel(const KernelInit& init)
+      : exclusive_(init.node.attr_int("exclusive", 0) != 0),
+        reverse_(init.node.attr_int("reverse", 0) != 0) {}
+
+  void run(KernelContext& ctx) const override {
+    const ir::Tensor& x = ctx.input(0);
+    const ir::Tensor& a = ctx.input(1);
+    if (a.dtype() != DType::Int32 && a.dtype() != DType::Int64)
+      ctx.fail("axis must be int32 or int64, got {}", ir::dtype_name(a.dtype()));
+    if (a.numel() != 1 || a.rank() > 1)
+      ctx.fail("axis must be a scalar or a 1-element 1-D tensor, got shape {}",
+               ir::shape_to_string(a.shape()));
+    if (x.rank() == 0) ctx.fail("input must have rank >= 1");
+    int64_t axis = ops::normalize_axis(ctx.node(), read_ints(ctx, 1)[0], x.rank());
+    AxisSplit s = split_at(x, axis);
+    ir::Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
+    if (y.numel() == 0) return;
+    SY_CUDA_CHECK(launch_cumsum(exclusive_, reverse_, x.dtype(), x.raw(), y.raw(), s.outer, s.len,
+                                s.inner, stream_of(ctx)));
+  }
+
+ private:
+  bool exclusive_;
+  bool reverse_;
+};
+
 template <ReduceOp kOp>
 void add_reduce(backends::KernelRegistry& r, ops::OpKind op, const std::vector<DType>& dtypes) {
-  backends::KernelDef def;
+  KernelDef def;
   def.op = op;
   def.dtypes = dtypes;
+  def.check = rank_fits;
   def.create = backends::make_factory<ReduceKernel<kOp>>();
+  def.host_inputs = {1};
+  r.add(std::move(def));
+}
+
+template <typename K>
+void add_with_host_input(backends::KernelRegistry& r, ops::OpKind op) {
+  KernelDef def;
+  def.op = op;
+  def.dtypes = kNumbers;
+  def.create = backends::make_factory<K>();
   def.host_inputs = {1};
   r.add(std::move(def));
 }
@@ -166,14 +315,17 @@ void register_reduce_kernels(backends::KernelRegistry& r) {
   add_reduce<ReduceOp::Min>(r, OpKind::ReduceMin, kNumbers);
   add_reduce<ReduceOp::Prod>(r, OpKind::ReduceProd, kNumbers);
   add_reduce<ReduceOp::L1>(r, OpKind::ReduceL1, kNumbers);
+  add_reduce<ReduceOp::L2>(r, OpKind::ReduceL2, kNumbers);
+  add_reduce<ReduceOp::LogSum>(r, OpKind::ReduceLogSum, kNumbers);
   add_reduce<ReduceOp::SumSquare>(r, OpKind::ReduceSumSquare, kNumbers);
-  add_reduce<ReduceOp::L2>(r, OpKind::ReduceL2, kFloats);
-  add_reduce<ReduceOp::LogSum>(r, OpKind::ReduceLogSum, kFloats);
+  // Integer log-sum-exp truncates a rounded real, where the GPU's folding order could show.
   add_reduce<ReduceOp::LogSumExp>(r, OpKind::ReduceLogSumExp, kFloats);
   r.add<ArgReduceKernel<true>>(OpKind::ArgMax, kNumbers);
   r.add<ArgReduceKernel<false>>(OpKind::ArgMin, kNumbers);
   r.add<SoftmaxKernel<false>>(OpKind::Softmax, kFloats);
   r.add<SoftmaxKernel<true>>(OpKind::LogSoftmax, kFloats);
+  add_with_host_input<TopKKernel>(r, OpKind::TopK);
+  add_with_host_input<CumSumKernel>(r, OpKind::CumSum);
 }
 
 }  // namespace switchyard::cuda
