@@ -108,9 +108,8 @@ ir::Datum CudaBackend::copy_in(const ir::Datum& value, backends::HostPool& pool)
       device_state(index_).copy_from_host(out.raw(), t.raw(), t.nbytes());
     } else {
       // Another GPU (peer access where enabled; staged by the driver otherwise) or this one.
-      use_device(index_);
       check_device_alive(from);
-      SY_CUDA_CHECK(cudaMemcpyPeer(out.raw(), index_, t.raw(), from, t.nbytes()));
+      device_state(index_).copy_from_device(out.raw(), t.raw(), from, t.nbytes());
     }
     return out;
   };

@@ -116,6 +116,14 @@ void DeviceState::copy_from_host(void* dst, const void* src, size_t bytes) {
   SY_CUDA_CHECK(cudaStreamSynchronize(copy_stream_));
 }
 
+void DeviceState::copy_from_device(void* dst, const void* src, int from, size_t bytes) {
+  std::lock_guard<std::mutex> lock(staging_mutex_);
+  use_device(index_);
+  ensure_staging();
+  SY_CUDA_CHECK(cudaMemcpyPeerAsync(dst, index_, src, from, bytes, copy_stream_));
+  SY_CUDA_CHECK(cudaStreamSynchronize(copy_stream_));
+}
+
 void DeviceState::copy_to_host(void* dst, const void* src, size_t bytes) {
   std::lock_guard<std::mutex> lock(staging_mutex_);
   use_device(index_);

@@ -76,6 +76,10 @@ class DeviceState {
   /// Host→device copy of `bytes` from pageable host memory through pinned staging buffers
   /// (double-buffered, so the host memcpy overlaps the DMA). Synchronous.
   void copy_from_host(void* dst, const void* src, size_t bytes);
+  /// Copy from another GPU's memory (`from`) into this one's, on this device's copy stream.
+  /// Synchronous: partitions run on non-blocking streams, which would not wait for a copy on
+  /// the legacy default stream (what plain cudaMemcpyPeer uses).
+  void copy_from_device(void* dst, const void* src, int from, size_t bytes);
   /// Device→host copy through pinned staging. Synchronous.
   void copy_to_host(void* dst, const void* src, size_t bytes);
 
