@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "gpu/gpu_test_util.h"
+#include "runtime/executable.h"
+#include "switchyard/switchyard.hpp"
 
 namespace switchyard::testing {
 namespace {
@@ -687,18 +689,43 @@ TEST(CudaData, Resize) {
 
 // Index values out of range cannot be checked on the host without a sync: the GPU never follows
 // them (gathers give zero bytes there, scatters skip them) where the CPU fails.
-TEST(CudaData, IndicesOutOfRangeAreNeverFollowed) {
+// An out-of-range index is never followed on the device (no read or write out of bounds) and
+// the run fails naming the node, as on the cpu — through the partition's error word, with no
+// sync per kernel; with CUDA graphs too (the third run replays a captured graph).
+TEST(CudaData, IndicesOutOfRangeFailTheRunNamingTheNode) {
   SY_SKIP_WITHOUT_GPU();
   Tensor x = tensor_of(DType::Float32, {4, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
-  std::vector<ir::Datum> got = run_op_gpu(make_case("Gather", {x, int64_tensor({0, 9, -1, -5})}));
-  ASSERT_EQ(got.size(), 1u);
-  EXPECT_TENSOR_NEAR(got[0].tensor, tensor_of(DType::Float32, {4, 2}, {1, 2, 0, 0, 7, 8, 0, 0}), 0,
-                     0);
-  got = run_op_gpu(make_case("ScatterND", {x, tensor_of(DType::Int64, {2, 1}, {4, 1}),
-                                           tensor_of(DType::Float32, {2, 2}, {-1, -2, -3, -4})}));
-  ASSERT_EQ(got.size(), 1u);
-  EXPECT_TENSOR_NEAR(got[0].tensor, tensor_of(DType::Float32, {4, 2}, {1, 2, -3, -4, 5, 6, 7, 8}),
-                     0, 0);
+  Tensor updates = tensor_of(DType::Float32, {2, 2}, {-1, -2, -3, -4});
+  const std::vector<OpCase> bad = {
+      make_case("Gather", {x, int64_tensor({0, 9, -1, -5})}),
+      make_case("GatherElements", {x, tensor_of(DType::Int64, {1, 2}, {0, 7})}),
+      make_case("GatherND", {x, tensor_of(DType::Int64, {2, 1}, {1, -9})}),
+      make_case("ScatterND", {x, tensor_of(DType::Int64, {2, 1}, {4, 1}), updates}),
+      make_case("ScatterElements", {x, tensor_of(DType::Int64, {1, 2}, {0, 4}),
+                                    tensor_of(DType::Float32, {1, 2}, {-1, -2})}),
+  };
+  for (const OpCase& c : bad) {
+    SCOPED_TRACE(c.op);
+    expect_error([&] { run_op(c); }, ErrorCode::InvalidArgument, "");
+    expect_error([&] { run_op_gpu(c); }, ErrorCode::InvalidArgument, "out of range");
+  }
+  // The same executable keeps working on good indices, and keeps failing on bad ones, across
+  // eager, captured and replayed runs.
+  auto graph = build_op_graph(make_case("Gather", {x, int64_tensor({0, 1})}));
+  Options o;
+  o.device = "cuda:0";
+  o.fallback = "strict";
+  Executable exe = Model::from_graph(std::move(graph)).compile(o);
+  for (int run = 0; run < 4; ++run) {
+    std::vector<ir::Datum> good =
+        exe.internal().run(std::vector<ir::Datum>{ir::Datum(x), ir::Datum(int64_tensor({3, 0}))});
+    EXPECT_TENSOR_NEAR(good[0].tensor, tensor_of(DType::Float32, {2, 2}, {7, 8, 1, 2}), 0, 0);
+    expect_error(
+        [&] {
+          exe.internal().run(std::vector<ir::Datum>{ir::Datum(x), ir::Datum(int64_tensor({3, 4}))});
+        },
+        ErrorCode::InvalidArgument, "'Gather'");
+  }
 }
 
 }  // namespace

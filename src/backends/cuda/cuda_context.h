@@ -37,6 +37,12 @@ struct CudaRunContext {
   /// True while the stream is being captured into a CUDA graph: no allocation-order surprises,
   /// no syncs (a kernel that must sync throws, and the partition runs uncaptured).
   bool capturing = false;
+  /// The partition's error word in device memory: kernels that find bad data they cannot
+  /// report on the host without a sync (an out-of-range Gather index) store `error_code` there
+  /// (atomicCAS from 0); the partition reads it once its work is done and fails naming the node.
+  int32_t* device_error = nullptr;
+  /// The running step's code (its index + 1), set by the partition before each kernel.
+  int32_t error_code = 0;
   /// Host buffers that queued copies still read: released after the partition's final sync.
   std::vector<std::shared_ptr<void>>* pending = nullptr;
   /// While capturing: buffers a captured graph reads at every replay (kept with the graph).

@@ -72,6 +72,7 @@ struct CapturedGraph {
   std::vector<ir::Datum> inputs;   ///< where replays expect the partition inputs
   std::vector<ir::Datum> outputs;  ///< where replays leave the partition outputs
   std::vector<std::shared_ptr<void>> keepalive;
+  int32_t* error_word = nullptr;  ///< the error word its kernels write (in the arena)
   ~CapturedGraph() {
     if (exec) cudaGraphExecDestroy(exec);
   }
@@ -139,13 +140,21 @@ class CudaPartition : public backends::CompiledPartition {
       ~Restore() { s.device_context = v; }
     } restore{state, saved};
     try {
+      rc.device_error = lease->error_word;
+      SY_CUDA_CHECK(cudaMemsetAsync(rc.device_error, 0, sizeof(int32_t), rc.stream));
       std::vector<ir::Datum> out;
       if (backend_.graphs_enabled() && capturable_ && !state.profiler) {
-        out = run_with_graphs(std::move(inputs), state, rc);
+        out = run_with_graphs(std::move(inputs), state, rc);  // may use the graph's word
       } else {
         out = execute(std::move(inputs), state, rc);
       }
+      SY_CUDA_CHECK(cudaMemcpyAsync(lease->error_host, rc.device_error, sizeof(int32_t),
+                                    cudaMemcpyDeviceToHost, rc.stream));
       SY_CUDA_CHECK(cudaStreamSynchronize(rc.stream));
+      int32_t code = *lease->error_host;
+      if (code > 0 && static_cast<size_t>(code) <= steps_.size())
+        SY_THROW(InvalidArgument, "{}: an index is out of range (found on {} by the kernel)",
+                 steps_[static_cast<size_t>(code - 1)].node->describe(), backend_.device().id);
       return out;
     } catch (...) {
       // Queued work may still use this run's buffers: let it finish before they are freed.
@@ -246,8 +255,9 @@ class CudaPartition : public backends::CompiledPartition {
     backends::Profiler* profiler = state.profiler;
     std::vector<cudaEvent_t> events;
     int64_t host_start = profiler ? profiler->now_us() : 0;
-    std::vector<ir::Datum> none;
-    for (const Step& step : steps_) {
+    for (size_t index = 0; index < steps_.size(); ++index) {
+      const Step& step = steps_[index];
+      rc.error_code = static_cast<int32_t>(index + 1);
       std::vector<const ir::Datum*> in;
       in.reserve(step.input_slots.size());
       for (size_t k = 0; k < step.input_slots.size(); ++k) {
@@ -374,6 +384,8 @@ class CudaPartition : public backends::CompiledPartition {
                                         cudaMemcpyDeviceToDevice, rc.stream));
       }
     }
+    rc.device_error = graph->error_word;
+    SY_CUDA_CHECK(cudaMemsetAsync(rc.device_error, 0, sizeof(int32_t), rc.stream));
     SY_CUDA_CHECK(cudaGraphLaunch(graph->exec, rc.stream));
     // Results leave the graph's buffers for the run's own, so the caller may keep them.
     std::vector<ir::Datum> out;
@@ -415,6 +427,11 @@ class CudaPartition : public backends::CompiledPartition {
     // graph gets a workspace of its own.
     std::shared_ptr<void> workspace = graph.arena->allocate(rc.workspace_bytes);
     graph.keepalive.push_back(workspace);
+    std::shared_ptr<void> error_word = graph.arena->allocate(sizeof(int32_t));
+    graph.keepalive.push_back(error_word);
+    graph.error_word = static_cast<int32_t*>(error_word.get());
+    int32_t* stream_error = rc.device_error;
+    rc.device_error = graph.error_word;
     void* stream_workspace = rc.workspace;
     rc.workspace = workspace.get();
     rc.capturing = true;
@@ -428,6 +445,14 @@ class CudaPartition : public backends::CompiledPartition {
         rc.workspace = workspace;
       }
     } reset{rc, stream_workspace};
+    struct ResetError {  // a failed capture runs eagerly, with the stream's word
+      CudaRunContext& rc;
+      int32_t* word;
+      bool keep = false;
+      ~ResetError() {
+        if (!keep) rc.device_error = word;
+      }
+    } reset_error{rc, stream_error};
     SY_CUDA_CHECK(cudaStreamBeginCapture(rc.stream, cudaStreamCaptureModeRelaxed));
     cudaGraph_t captured = nullptr;
     try {
@@ -453,6 +478,7 @@ class CudaPartition : public backends::CompiledPartition {
     }
     for (const ir::Datum& d : graph.outputs)
       if (!d.is_tensor()) return false;
+    reset_error.keep = true;
     return true;
   }
 

@@ -31,6 +31,8 @@ StreamSlot::~StreamSlot() {
   // Best effort: the context may be gone (process exit) or lost.
   cudaSetDevice(device);
   if (workspace) cudaFree(workspace);
+  if (error_word) cudaFree(error_word);
+  if (error_host) cudaFreeHost(error_host);
   if (cublaslt) cublasLtDestroy(cublaslt);
   if (cudnn) cudnnDestroy(cudnn);
   if (stream) cudaStreamDestroy(stream);
@@ -77,6 +79,8 @@ StreamLease DeviceState::lease_stream() {
   SY_CUDA_CHECK(cublasLtCreate(&slot->cublaslt));
   SY_CUDA_CHECK(cudaMalloc(&slot->workspace, kWorkspaceBytes));
   slot->workspace_bytes = kWorkspaceBytes;
+  SY_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&slot->error_word), sizeof(int32_t)));
+  SY_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&slot->error_host), sizeof(int32_t)));
   return StreamLease(*this, std::move(slot));
 }
 

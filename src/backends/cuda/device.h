@@ -38,6 +38,8 @@ struct StreamSlot {
   cublasLtHandle_t cublaslt = nullptr;
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
+  int32_t* error_word = nullptr;  ///< device: CudaRunContext::device_error of eager runs
+  int32_t* error_host = nullptr;  ///< pinned: where the error word is read back
   ~StreamSlot();
 };
 

@@ -929,10 +929,11 @@ class GatherKernel : public backends::Kernel {
     shape.insert(shape.end(), data.shape().begin() + a + 1, data.shape().end());
     ir::Tensor& out = ctx.allocate_output(0, data.dtype(), shape);
     if (out.numel() == 0) return;
-    SY_CUDA_CHECK(
-        data::launch_gather(data.raw(), indices.raw(), idt, out.raw(), elem_size(data.dtype()),
-                            product(data.shape(), 0, a), data.shape()[a], indices.numel(),
-                            product(data.shape(), a + 1, data.shape().size()), stream_of(ctx)));
+    SY_CUDA_CHECK(data::launch_gather(
+        data.raw(), indices.raw(), idt, out.raw(), elem_size(data.dtype()),
+        product(data.shape(), 0, a), data.shape()[a], indices.numel(),
+        product(data.shape(), a + 1, data.shape().size()), run_context(ctx).device_error,
+        run_context(ctx).error_code, stream_of(ctx)));
   }
 
  private:
@@ -954,6 +955,8 @@ data::ElementsParams elements_params(const KernelContext& ctx, const ir::Tensor&
                                      const std::vector<int64_t>& idx_shape, size_t axis) {
   require_rank(ctx, idx_shape.size(), "data");
   data::ElementsParams p;
+  p.error = run_context(ctx).device_error;
+  p.error_code = run_context(ctx).error_code;
   p.rank = static_cast<int>(idx_shape.size());
   p.axis = static_cast<int>(axis);
   p.axis_dim = data.shape()[axis];
@@ -1011,6 +1014,8 @@ class GatherNDKernel : public backends::Kernel {
     int64_t batch = product(ds, 0, ub);
     std::vector<int64_t> strides = strides_of(ds);
     data::TupleParams p;
+    p.error = run_context(ctx).device_error;
+    p.error_code = run_context(ctx).error_code;
     p.m = static_cast<int>(m);
     for (size_t j = 0; j < um; ++j) {
       p.dims[j] = ds[ub + j];
@@ -1125,6 +1130,8 @@ class ScatterNDKernel : public backends::Kernel {
     size_t uk = static_cast<size_t>(k);
     const std::vector<int64_t>& ds = data.shape();
     data::TupleParams p;
+    p.error = run_context(ctx).device_error;
+    p.error_code = run_context(ctx).error_code;
     p.m = static_cast<int>(k);
     p.slice = product(ds, uk, ds.size());
     p.num_tuples = product(indices.shape(), 0, indices.shape().size() - 1);

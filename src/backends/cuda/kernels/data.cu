@@ -312,13 +312,20 @@ __device__ __forceinline__ int64_t wrap_index(int64_t v, int64_t dim) {
   return v < 0 ? v + dim : v;
 }
 
+// Records an out-of-range index in the partition's error word (the first code wins).
+__device__ __forceinline__ void report_index_error(int32_t* error, int32_t code) {
+  if (error) atomicCAS(error, 0, code);
+}
+
 template <typename T, typename I>
 __global__ void gather_kernel(const T* data, const I* indices, T* dst, int64_t n, int64_t dim,
-                              int64_t num_indices, int64_t inner) {
+                              int64_t num_indices, int64_t inner, int32_t* error,
+                              int32_t error_code) {
   SY_GRID_STRIDE(e, n) {
     int64_t t = e / inner, j = e - t * inner;
     int64_t o = t / num_indices, i = t - o * num_indices;
     int64_t v = wrap_index(static_cast<int64_t>(indices[i]), dim);
+    if (v < 0) report_index_error(error, error_code);
     dst[e] = v < 0 ? T(0) : data[(o * dim + v) * inner + j];
   }
 }
@@ -335,6 +342,7 @@ __device__ __forceinline__ int64_t element_offset(const ElementsParams& p, const
     rem = q;
   }
   int64_t v = wrap_index(static_cast<int64_t>(indices[pos]), p.axis_dim);
+  if (v < 0) report_index_error(p.error, p.error_code);
   return v < 0 ? -1 : offset + v * p.data_strides[p.axis];
 }
 
@@ -353,7 +361,10 @@ __device__ __forceinline__ int64_t tuple_offset(const TupleParams& p, const I* i
   int64_t offset = (t / p.tuples_per_batch) * p.batch_stride;
   for (int q = 0; q < p.m; ++q) {
     int64_t v = wrap_index(static_cast<int64_t>(indices[t * p.m + q]), p.dims[q]);
-    if (v < 0) return -1;
+    if (v < 0) {
+      report_index_error(p.error, p.error_code);
+      return -1;
+    }
     offset += v * p.strides[q];
   }
   return offset;
@@ -843,7 +854,7 @@ cudaError_t launch_eye_like(void* dst, int elem_size, int64_t rows, int64_t cols
 
 cudaError_t launch_gather(const void* data, const void* indices, DType index_dtype, void* dst,
                           int elem_size, int64_t outer, int64_t dim, int64_t num_indices,
-                          int64_t inner, cudaStream_t stream) {
+                          int64_t inner, int32_t* error, int32_t error_code, cudaStream_t stream) {
   const int64_t n = outer * num_indices * inner;
   if (n == 0) return cudaSuccess;
   return dispatch_index(index_dtype, [&](auto itag) {
@@ -852,7 +863,7 @@ cudaError_t launch_gather(const void* data, const void* indices, DType index_dty
       using T = decltype(tag);
       gather_kernel<T, I><<<blocks_for(n), kThreads, 0, stream>>>(
           static_cast<const T*>(data), static_cast<const I*>(indices), static_cast<T*>(dst), n, dim,
-          num_indices, inner);
+          num_indices, inner, error, error_code);
       return cudaGetLastError();
     });
   });

@@ -88,13 +88,14 @@ cudaError_t launch_eye_like(void* dst, int elem_size, int64_t rows, int64_t cols
 
 // Gather/scatter: `indices` are device int32 or int64 (index_dtype). Negative indices count
 // from the end; an index outside [-dim, dim) is never followed: gathers write zero bytes for it
-// and scatters skip it (the CPU kernel fails instead; device data cannot be checked on the host
-// without a sync).
+// and scatters skip it, and the kernel records `error_code` in `*error` (the partition's error
+// word, CudaRunContext::device_error), which the partition checks once its work is done — the
+// run then fails naming the node, as on the cpu, without a sync per kernel.
 
 /// Gather: dst[o, i, n] = data[o, indices[i], n] with data viewed as [outer, dim, inner].
 cudaError_t launch_gather(const void* data, const void* indices, DType index_dtype, void* dst,
                           int elem_size, int64_t outer, int64_t dim, int64_t num_indices,
-                          int64_t inner, cudaStream_t stream);
+                          int64_t inner, int32_t* error, int32_t error_code, cudaStream_t stream);
 
 /// GatherElements / ScatterElements: an index tensor of shape idx_dims (rank dims) addresses
 /// data (row-major strides data_strides) at its own coordinates, with the one on `axis`
@@ -105,6 +106,8 @@ struct ElementsParams {
   int64_t axis_dim = 0;
   int64_t idx_dims[kMaxRank] = {};
   int64_t data_strides[kMaxRank] = {};
+  int32_t* error = nullptr;  ///< where an out-of-range index is recorded (may be null)
+  int32_t error_code = 0;
 };
 cudaError_t launch_gather_elements(const void* data, const void* indices, DType index_dtype,
                                    void* dst, int elem_size, const ElementsParams& params,
@@ -121,6 +124,8 @@ struct TupleParams {
   int64_t tuples_per_batch = 1;    ///< GatherND batch_dims grouping (ScatterND: num_tuples)
   int64_t batch_stride = 0;
   int64_t slice = 1;
+  int32_t* error = nullptr;  ///< where an out-of-range index is recorded (may be null)
+  int32_t error_code = 0;
 };
 cudaError_t launch_gather_nd(const void* data, const void* indices, DType index_dtype, void* dst,
                              int elem_size, const TupleParams& params, cudaStream_t stream);
