@@ -724,7 +724,7 @@ TEST(CudaData, IndicesOutOfRangeFailTheRunNamingTheNode) {
         [&] {
           exe.internal().run(std::vector<ir::Datum>{ir::Datum(x), ir::Datum(int64_tensor({3, 4}))});
         },
-        ErrorCode::InvalidArgument, "'Gather'");
+        ErrorCode::InvalidArgument, "[Gather]");
   }
 }
 
