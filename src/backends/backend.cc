@@ -82,24 +82,30 @@ std::unique_ptr<CompiledPartition> compile_program_partition(const Partition& pa
   return std::make_unique<ProgramPartition>(partition, registry);
 }
 
-namespace {
-ir::Tensor copy_tensor(const ir::Tensor& t, HostPool& pool) {
-  if (t.dtype() == ir::DType::String) return t.clone();
-  std::shared_ptr<void> storage = pool.allocate(t.nbytes());
+ir::Tensor allocate_like(const ir::Tensor& like, HostPool& pool) {
+  std::shared_ptr<void> storage = pool.allocate(like.nbytes());
   void* data = storage.get();
-  if (t.nbytes()) std::memcpy(data, t.raw(), t.nbytes());
-  return ir::Tensor::wrap(t.dtype(), t.shape(), std::move(storage), data);
+  return ir::Tensor::wrap(like.dtype(), like.shape(), std::move(storage), data);
 }
-}  // namespace
 
-ir::Datum copy_datum(const ir::Datum& value, HostPool& pool) {
-  if (value.is_tensor()) return ir::Datum(copy_tensor(value.tensor, pool));
+ir::Datum map_tensors(const ir::Datum& value,
+                      const std::function<ir::Tensor(const ir::Tensor&)>& f) {
+  if (value.is_tensor()) return ir::Datum(f(value.tensor));
   if (value.is_sequence()) {
     std::vector<ir::Tensor> items;
-    for (const ir::Tensor& t : value.sequence) items.push_back(copy_tensor(t, pool));
+    for (const ir::Tensor& t : value.sequence) items.push_back(f(t));
     return ir::Datum::make_sequence(value.sequence_dtype, std::move(items));
   }
   return value;
+}
+
+ir::Datum copy_datum(const ir::Datum& value, HostPool& pool) {
+  return map_tensors(value, [&](const ir::Tensor& t) {
+    if (t.dtype() == ir::DType::String) return t.clone();
+    ir::Tensor out = allocate_like(t, pool);
+    if (t.nbytes()) std::memcpy(out.raw(), t.raw(), t.nbytes());
+    return out;
+  });
 }
 
 }  // namespace switchyard::backends

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -67,6 +68,12 @@ class CompiledPartition {
 
 /// Deep copy of a value (tensors, sequences) into `pool`'s memory (host-addressable pools).
 ir::Datum copy_datum(const ir::Datum& value, HostPool& pool);
+/// An uninitialised tensor of `like`'s dtype and shape in `pool`'s memory.
+ir::Tensor allocate_like(const ir::Tensor& like, HostPool& pool);
+/// `value` with `f` applied to its tensor or to each tensor of its sequence (other kinds as
+/// they are): how a device moves a value of any kind.
+ir::Datum map_tensors(const ir::Datum& value,
+                      const std::function<ir::Tensor(const ir::Tensor&)>& f);
 
 class Backend {
  public:

@@ -105,7 +105,8 @@ struct KernelDef {
 /// Helper for the common case: a kernel class constructible from KernelInit.
 template <typename K>
 std::function<std::unique_ptr<Kernel>(const KernelInit&)> make_factory() {
-  return [](const KernelInit& init) -> std::unique_ptr<Kernel> { return std::make_unique<K>(init); };
+  return
+      [](const KernelInit& init) -> std::unique_ptr<Kernel> { return std::make_unique<K>(init); };
 }
 
 class KernelRegistry {
@@ -132,7 +133,8 @@ class KernelRegistry {
  private:
   const KernelDef* find(const ir::Node& node, Support* why) const;
   std::string backend_name_;
-  std::vector<std::vector<KernelDef>> by_op_ = std::vector<std::vector<KernelDef>>(ops::kNumOpKinds);
+  std::vector<std::vector<KernelDef>> by_op_ =
+      std::vector<std::vector<KernelDef>>(ops::kNumOpKinds);
 };
 
 }  // namespace switchyard::backends

@@ -86,22 +86,12 @@ std::shared_ptr<backends::HostPool> CudaBackend::create_pool(bool poison) const 
   return pool;
 }
 
-namespace {
-
-ir::Tensor device_tensor(const ir::Tensor& like, backends::HostPool& pool) {
-  std::shared_ptr<void> storage = pool.allocate(like.nbytes());
-  void* data = storage.get();
-  return ir::Tensor::wrap(like.dtype(), like.shape(), std::move(storage), data);
-}
-
-}  // namespace
-
 ir::Datum CudaBackend::copy_in(const ir::Datum& value, backends::HostPool& pool) const {
   SY_ASSERT(pool.memory_space() == memory_space_of_device(index_));
-  auto one = [&](const ir::Tensor& t) {
+  return backends::map_tensors(value, [&](const ir::Tensor& t) {
     SY_CHECK(t.dtype() != ir::DType::String, Unsupported, "string tensors cannot be copied to {}",
              info_.id);
-    ir::Tensor out = device_tensor(t, pool);
+    ir::Tensor out = backends::allocate_like(t, pool);
     if (!t.nbytes()) return out;
     int from = device_of_memory_space(backends::memory_space_of(t));
     if (from < 0) {
@@ -112,21 +102,12 @@ ir::Datum CudaBackend::copy_in(const ir::Datum& value, backends::HostPool& pool)
       device_state(index_).copy_from_device(out.raw(), t.raw(), from, t.nbytes());
     }
     return out;
-  };
-  if (value.is_tensor()) return ir::Datum(one(value.tensor));
-  if (value.is_sequence()) {
-    std::vector<ir::Tensor> items;
-    for (const ir::Tensor& t : value.sequence) items.push_back(one(t));
-    return ir::Datum::make_sequence(value.sequence_dtype, std::move(items));
-  }
-  return value;
+  });
 }
 
 ir::Datum CudaBackend::copy_out(const ir::Datum& value, backends::HostPool& host_pool) const {
-  auto one = [&](const ir::Tensor& t) {
-    std::shared_ptr<void> storage = host_pool.allocate(t.nbytes());
-    void* data = storage.get();
-    ir::Tensor out = ir::Tensor::wrap(t.dtype(), t.shape(), std::move(storage), data);
+  return backends::map_tensors(value, [&](const ir::Tensor& t) {
+    ir::Tensor out = backends::allocate_like(t, host_pool);
     if (!t.nbytes()) return out;
     if (owns(t)) {
       device_state(index_).copy_to_host(out.raw(), t.raw(), t.nbytes());
@@ -134,14 +115,7 @@ ir::Datum CudaBackend::copy_out(const ir::Datum& value, backends::HostPool& host
       std::memcpy(out.raw(), t.raw(), t.nbytes());  // already host memory
     }
     return out;
-  };
-  if (value.is_tensor()) return ir::Datum(one(value.tensor));
-  if (value.is_sequence()) {
-    std::vector<ir::Tensor> items;
-    for (const ir::Tensor& t : value.sequence) items.push_back(one(t));
-    return ir::Datum::make_sequence(value.sequence_dtype, std::move(items));
-  }
-  return value;
+  });
 }
 
 std::vector<int> CudaBackend::host_inputs(const ir::Node& node) const {

@@ -11,6 +11,8 @@ const backends::KernelRegistry& cuda_kernels() {
     register_reduce_kernels(r);
     register_normalization_kernels(r);
     register_data_kernels(r);
+    register_gather_scatter_kernels(r);
+    register_resize_kernels(r);
     register_pool_kernels(r);
     return r;
   }();

@@ -8,12 +8,14 @@ namespace switchyard::cuda {
 
 const backends::KernelRegistry& cuda_kernels();
 
-void register_matmul_kernels(backends::KernelRegistry& r);         // kernels/matmul.cc
-void register_conv_kernels(backends::KernelRegistry& r);           // kernels/conv.cc
-void register_elementwise_kernels(backends::KernelRegistry& r);    // kernels/elementwise.cc
-void register_reduce_kernels(backends::KernelRegistry& r);         // kernels/reduce.cc
-void register_normalization_kernels(backends::KernelRegistry& r);  // kernels/normalization.cc
-void register_data_kernels(backends::KernelRegistry& r);           // kernels/data.cc
-void register_pool_kernels(backends::KernelRegistry& r);           // kernels/pool.cc
+void register_matmul_kernels(backends::KernelRegistry& r);          // kernels/matmul.cc
+void register_conv_kernels(backends::KernelRegistry& r);            // kernels/conv.cc
+void register_elementwise_kernels(backends::KernelRegistry& r);     // kernels/elementwise.cc
+void register_reduce_kernels(backends::KernelRegistry& r);          // kernels/reduce.cc
+void register_normalization_kernels(backends::KernelRegistry& r);   // kernels/normalization.cc
+void register_data_kernels(backends::KernelRegistry& r);            // kernels/data.cc
+void register_gather_scatter_kernels(backends::KernelRegistry& r);  // kernels/gather_scatter.cc
+void register_resize_kernels(backends::KernelRegistry& r);          // kernels/resize.cc
+void register_pool_kernels(backends::KernelRegistry& r);            // kernels/pool.cc
 
 }  // namespace switchyard::cuda

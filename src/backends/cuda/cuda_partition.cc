@@ -285,14 +285,14 @@ class CudaPartition : public backends::CompiledPartition {
     }
     std::vector<ir::Datum> results;
     for (int s : output_slots_) results.push_back(slots[static_cast<size_t>(s)]);
-    if (profiler) record_profile(*profiler, events, host_start, rc, results);
+    if (profiler) record_profile(*profiler, events, host_start, rc);
     return results;
   }
 
   // One "Node" event per step from CUDA events (device time), placed after the host time the
   // partition started.
   void record_profile(backends::Profiler& profiler, std::vector<cudaEvent_t>& events,
-                      int64_t host_start, CudaRunContext& rc, const std::vector<ir::Datum>&) const {
+                      int64_t host_start, CudaRunContext& rc) const {
     cudaEvent_t end;
     SY_CUDA_CHECK(cudaEventCreate(&end));
     SY_CUDA_CHECK(cudaEventRecord(end, rc.stream));
@@ -391,12 +391,10 @@ class CudaPartition : public backends::CompiledPartition {
     std::vector<ir::Datum> out;
     for (const ir::Datum& d : graph->outputs) {
       const ir::Tensor& t = d.tensor;
-      std::shared_ptr<void> storage = state.pool->allocate(t.nbytes());
-      void* data = storage.get();
-      ir::Tensor copy = ir::Tensor::wrap(t.dtype(), t.shape(), std::move(storage), data);
+      ir::Tensor copy = backends::allocate_like(t, *state.pool);
       if (t.nbytes())
         SY_CUDA_CHECK(
-            cudaMemcpyAsync(data, t.raw(), t.nbytes(), cudaMemcpyDeviceToDevice, rc.stream));
+            cudaMemcpyAsync(copy.raw(), t.raw(), t.nbytes(), cudaMemcpyDeviceToDevice, rc.stream));
       out.emplace_back(std::move(copy));
     }
     return out;
@@ -413,13 +411,11 @@ class CudaPartition : public backends::CompiledPartition {
         continue;
       }
       const ir::Tensor& src = inputs[i].tensor;
-      std::shared_ptr<void> storage = graph.arena->allocate(src.nbytes());
-      void* data = storage.get();
+      ir::Tensor staged = backends::allocate_like(src, *graph.arena);
       if (src.nbytes())
-        SY_CUDA_CHECK(
-            cudaMemcpyAsync(data, src.raw(), src.nbytes(), cudaMemcpyDeviceToDevice, rc.stream));
-      graph.inputs.emplace_back(
-          ir::Tensor::wrap(src.dtype(), src.shape(), std::move(storage), data));
+        SY_CUDA_CHECK(cudaMemcpyAsync(staged.raw(), src.raw(), src.nbytes(),
+                                      cudaMemcpyDeviceToDevice, rc.stream));
+      graph.inputs.emplace_back(std::move(staged));
     }
     backends::RunState capture_state = state;
     capture_state.pool = graph.arena;

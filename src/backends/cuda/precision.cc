@@ -31,6 +31,13 @@ ir::Value* add_cast(ir::Graph& g, ir::Value* from, ir::DType to, const std::stri
   return c->output(0);
 }
 
+// Whether some kernel reads `v` on the device (not as a host input).
+bool has_device_use(const ir::Value* v, const backends::KernelRegistry& kernels) {
+  for (auto [node, idx] : v->uses())
+    if (!host_slots(*node, kernels).count(idx)) return true;
+  return false;
+}
+
 // Points every data (non-host) use of `from` at `to`, except inside `skip`.
 void redirect_device_uses(ir::Value* from, ir::Value* to, const ir::Node* skip,
                           const backends::KernelRegistry& kernels) {
@@ -82,20 +89,14 @@ std::map<const ir::Node*, std::string> apply_precision(ir::Graph& g, ir::DType t
   // Graph inputs: cast on entry (host-read uses keep the float32 value).
   for (ir::Value* in : std::vector<ir::Value*>(g.inputs())) {
     if (!is_f32_tensor(in)) continue;
-    bool device_use = false;
-    for (auto [node, idx] : in->uses())
-      if (!host_slots(*node, kernels).count(idx)) device_use = true;
-    if (!device_use) continue;  // read on the host only (it may live there)
+    if (!has_device_use(in, kernels)) continue;  // read on the host only (it may live there)
     ir::Value* cast = add_cast(g, in, target, in->name());
     redirect_device_uses(in, cast, cast->producer(), kernels);
   }
   // Constants: one converted copy, used by every data use.
   for (ir::Value* c : g.constants()) {
     if (!is_f32_tensor(c)) continue;
-    bool device_use = false;
-    for (auto [node, idx] : c->uses())
-      if (!host_slots(*node, kernels).count(idx)) device_use = true;
-    if (!device_use) continue;
+    if (!has_device_use(c, kernels)) continue;
     ir::Value* narrow = g.add_constant(g.unique_value_name(c->name() + "_" + name_of(target)),
                                        convert_float_tensor(c->constant(), target));
     redirect_device_uses(c, narrow, nullptr, kernels);

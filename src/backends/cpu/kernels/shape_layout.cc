@@ -1,8 +1,10 @@
 // CPU kernels of the shape family that move data by layout: Transpose, Concat, Split, Slice,
 // Expand, Tile, DepthToSpace, SpaceToDepth. All work by element size, so every dtype is served.
 #include <limits>
+#include <optional>
 
 #include "backends/cpu/kernels/shape_internal.h"
+#include "ops/slice_geometry.h"
 
 namespace switchyard::cpu {
 
@@ -170,60 +172,12 @@ class SliceKernel : public backends::Kernel {
   explicit SliceKernel(const KernelInit&) {}
   void run(KernelContext& ctx) const override {
     const ir::Tensor& in = ctx.input(0);
-    int64_t rank = in.rank();
-    std::vector<int64_t> starts = int_values(ctx, 1, "starts");
-    std::vector<int64_t> ends = int_values(ctx, 2, "ends");
-    if (starts.size() != ends.size())
-      ctx.fail("starts has {} values and ends has {}", starts.size(), ends.size());
-    std::vector<int64_t> axes;
-    if (ctx.has_input(3)) {
-      axes = int_values(ctx, 3, "axes");
-      if (axes.size() != starts.size())
-        ctx.fail("axes has {} values for {} starts", axes.size(), starts.size());
-    } else {
-      if (static_cast<int64_t>(starts.size()) > rank)
-        ctx.fail("starts has {} values for an input of rank {}", starts.size(), rank);
-      for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
-    }
-    std::vector<int64_t> steps(starts.size(), 1);
-    if (ctx.has_input(4)) {
-      steps = int_values(ctx, 4, "steps");
-      if (steps.size() != starts.size())
-        ctx.fail("steps has {} values for {} starts", steps.size(), starts.size());
-    }
-    std::vector<int64_t> shape = in.shape();
-    std::vector<int64_t> in_strides = strides_of(in.shape());
-    std::vector<int64_t> strides = in_strides;
-    std::vector<bool> seen(static_cast<size_t>(rank), false);
-    int64_t offset = 0;
-    for (size_t i = 0; i < axes.size(); ++i) {
-      size_t a = static_cast<size_t>(ops::normalize_axis(ctx.node(), axes[i], rank));
-      if (seen[a]) ctx.fail("axis {} appears more than once", a);
-      seen[a] = true;
-      int64_t d = in.shape()[a], step = steps[i];
-      if (step == 0) ctx.fail("steps must not be zero");
-      int64_t start = starts[i], end = ends[i];
-      if (start < 0) start += d;
-      if (end < 0) end += d;
-      int64_t len;
-      if (step > 0) {
-        start = std::clamp<int64_t>(start, 0, d);
-        end = std::clamp<int64_t>(end, 0, d);
-        len = end > start ? 1 + (end - start - 1) / step : 0;
-      } else {
-        start = std::clamp<int64_t>(start, 0, std::max<int64_t>(d - 1, 0));
-        end = std::clamp<int64_t>(end, -1, d - 1);
-        int64_t neg = step == std::numeric_limits<int64_t>::min()
-                          ? std::numeric_limits<int64_t>::max()
-                          : -step;
-        len = d > 0 && start > end ? 1 + (start - end - 1) / neg : 0;
-      }
-      shape[a] = len;
-      if (len > 0) offset += start * in_strides[a];
-      // A single element needs no stride; this also avoids overflow for huge steps.
-      strides[a] = len > 1 ? in_strides[a] * step : in_strides[a];
-    }
-    copy_strided_to_output(ctx, in, std::move(shape), std::move(strides), offset);
+    std::optional<std::vector<int64_t>> axes, steps;
+    if (ctx.has_input(3)) axes = int_values(ctx, 3, "axes");
+    if (ctx.has_input(4)) steps = int_values(ctx, 4, "steps");
+    ops::SliceView view = ops::slice_view(ctx.node(), in.shape(), int_values(ctx, 1, "starts"),
+                                          int_values(ctx, 2, "ends"), axes, steps);
+    copy_strided_to_output(ctx, in, std::move(view.shape), std::move(view.strides), view.offset);
   }
 };
 
