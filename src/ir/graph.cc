@@ -81,8 +81,7 @@ std::string Node::attr_string(const std::string& name, const std::string& fallba
 std::vector<int64_t> Node::attr_ints(const std::string& name) const {
   return get_attr(*this, name, Attribute::Kind::Ints).ints;
 }
-std::vector<int64_t> Node::attr_ints(const std::string& name,
-                                     std::vector<int64_t> fallback) const {
+std::vector<int64_t> Node::attr_ints(const std::string& name, std::vector<int64_t> fallback) const {
   return has_attribute(name) ? attr_ints(name) : fallback;
 }
 std::vector<float> Node::attr_floats(const std::string& name) const {
@@ -272,6 +271,20 @@ void Graph::replace_node_with_constants(Node* node, std::vector<Tensor> data) {
   }
   node->outputs_.clear();
   erase_node(node);
+}
+
+void Graph::adopt_output(Node* node, size_t i, Value* v) {
+  SY_ASSERT(node->owner_ == this && v->owner_ == this && i < node->outputs_.size());
+  SY_ASSERT(v->producer_ == nullptr && !v->constant_.has_value() && !v->is_graph_input_);
+  Value* old = node->outputs_[i];
+  SY_ASSERT(old->uses_.empty() &&
+            std::find(outputs_.begin(), outputs_.end(), old) == outputs_.end());
+  value_by_name_.erase(old->name_);
+  values_.erase(std::find_if(values_.begin(), values_.end(),
+                             [&](const std::unique_ptr<Value>& p) { return p.get() == old; }));
+  v->producer_ = node;
+  v->producer_output_ = static_cast<int>(i);
+  node->outputs_[i] = v;
 }
 
 void Graph::replace_all_uses(Value* from, Value* to) {

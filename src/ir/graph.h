@@ -167,6 +167,10 @@ class Graph {
   /// Replaces a node by constants: its output values keep their names and uses and get `data`
   /// (one tensor per output); the node is removed.
   void replace_node_with_constants(Node* node, std::vector<Tensor> data);
+  /// Makes `v` output `i` of `node` in place of that output (which must be unread and no graph
+  /// output; it is dropped). `v` must have no producer (its node was removed): it keeps its
+  /// name, readers and graph-output status. Fusion passes use it to keep a chain's last name.
+  void adopt_output(Node* node, size_t i, Value* v);
   /// Rewires every use of `from` (and graph outputs) to `to`.
   void replace_all_uses(Value* from, Value* to);
   /// Reorders nodes topologically (stable with respect to file order); throws InvalidModel

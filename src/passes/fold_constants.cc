@@ -43,6 +43,7 @@ size_t fold_constants(ir::Graph& graph, const PassContext& ctx) {
 
 void optimize(ir::Graph& graph, const PassContext& ctx) {
   fold_constants(graph, ctx);
+  fuse_layer_norm(graph);
   remove_dead_nodes(graph, ctx);
 }
 

@@ -23,7 +23,11 @@ size_t remove_dead_nodes(ir::Graph& graph, const PassContext& ctx);
 /// Replaces nodes whose inputs are all constants by constants (Constant nodes included).
 /// Returns the number folded.
 size_t fold_constants(ir::Graph& graph, const PassContext& ctx);
-/// Runs the default pipeline: fold_constants, remove_dead_nodes.
+/// Replaces the decomposed layer normalization of pre-opset-17 exports (ReduceMean, Sub, Pow,
+/// ReduceMean, Add, Sqrt, Div, then Mul and Add by constants) by one LayerNormalization node.
+/// Returns the number fused.
+size_t fuse_layer_norm(ir::Graph& graph);
+/// Runs the default pipeline: fold_constants, fuse_layer_norm, remove_dead_nodes.
 void optimize(ir::Graph& graph, const PassContext& ctx);
 
 }  // namespace switchyard::passes

@@ -44,6 +44,7 @@ void optimize_graph(ir::Graph& graph, const backends::KernelRegistry& kernels) {
     ops::infer_types(graph);
     if (folded == 0) break;
   }
+  if (passes::fuse_layer_norm(graph) > 0) ops::infer_types(graph);
   passes::remove_dead_nodes(graph, ctx);
 }
 

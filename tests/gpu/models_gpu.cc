@@ -88,8 +88,9 @@ double limit_for(const std::string& model, const std::string& precision) {
   if (yardstick > tol)
     std::printf(
         "[ %s %s ] limit %.2e: 1.25x PyTorch's own %s error on this model (%.2e), "
-        "above the nominal %.0e\n",
-        model.c_str(), precision.c_str(), yardstick, precision.c_str(), yardstick / 1.25, tol);
+        "above the nominal %.0e; rounding the weights alone gives %.2e\n",
+        model.c_str(), precision.c_str(), yardstick, precision.c_str(), yardstick / 1.25, tol,
+        torch_error(model, precision + "_weights"));
   return std::max(tol, yardstick);
 }
 

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """The error PyTorch itself makes on each reference model at fp16 and bf16, as the yardstick for
 Switchyard's --precision: max|torch_lowp - torch_fp32| / max|torch_fp32| on the model's reference
-inputs (<name>.ref.npz), on the GPU. Writes {model: {"fp16": e, "bf16": e}} to
+inputs (<name>.ref.npz), on the GPU. Also the floor that no fp16/bf16 implementation can go
+below: the same error for the float32 model whose weights alone were rounded to the narrow type
+(every kernel computing in that type holds its weights in it), computed in float32.
+Writes {model: {"fp16": e, "bf16": e, "fp16_weights": e, "bf16_weights": e}} to
 $REFERENCE_MODELS/torch_precision_error.json; tests/gpu/models_gpu.cc reads it.
 
 usage: REFERENCE_MODELS=DIR python3 torch_precision_error.py REFERENCE_DIR [MODEL...]
@@ -35,8 +38,15 @@ def main():
                 low = make_models.build_model(name).cuda().eval().to(dtype)
                 got = low(*[f.to(dtype) if f.is_floating_point() else f for f in feeds]).float()
                 out[name][precision] = float((got - want).abs().max()) / scale
-        print(f"{name}: torch fp16 {out[name]['fp16']:.2e}, bf16 {out[name]['bf16']:.2e} "
-              "(max|lowp - fp32| / max|fp32|)", flush=True)
+                rounded = make_models.build_model(name).cuda().eval()
+                for p in rounded.parameters():
+                    p.copy_(p.to(dtype).float())
+                got = rounded(*feeds).float()
+                out[name][precision + "_weights"] = float((got - want).abs().max()) / scale
+        e = out[name]
+        print(f"{name}: torch fp16 {e['fp16']:.2e}, bf16 {e['bf16']:.2e}; weights rounded "
+              f"only: fp16 {e['fp16_weights']:.2e}, bf16 {e['bf16_weights']:.2e} "
+              "(max|x - fp32| / max|fp32|)", flush=True)
     with open(os.path.join(models_dir, "torch_precision_error.json"), "w") as f:
         json.dump(out, f, indent=1)
 

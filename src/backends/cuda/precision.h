@@ -1,9 +1,11 @@
 // --precision fp16 / bf16 on a CUDA partition's private graph: float32 values are retyped to
 // the narrower type, with casts where values enter and leave the partition; float32 constants
 // are converted once, finite values clamped to the type's finite range (an additive mask of
-// float32-min must stay a large negative number, not become -inf and then NaN). A node whose
-// kernel lacks the narrow type keeps float32 between casts. Reductions, Softmax and LayerNorm
-// accumulate in float32 inside their kernels.
+// float32-min must stay a large negative number, not become -inf and then NaN). Two kinds of
+// node keep float32, with casts only where a value crosses between the precisions: a node whose
+// kernel lacks the narrow type, and the residual stream of a transformer (LayerNormalization and
+// the Adds that feed it, so the sum carried from layer to layer is not rounded at every layer).
+// Reductions, Softmax and LayerNorm accumulate in float32 inside their kernels.
 #pragma once
 
 #include <map>
@@ -15,7 +17,8 @@
 namespace switchyard::cuda {
 
 /// Retypes `graph` to `target` (Float16 or BFloat16). Returns each node's precision ("fp16",
-/// "bf16" or "fp32" for a node kept in float32); nodes without float values are absent.
+/// "bf16" or "fp32" for a node kept in float32); nodes without float values are absent. Needs
+/// no device: `kernels` says which dtypes each op takes.
 std::map<const ir::Node*, std::string> apply_precision(ir::Graph& graph, ir::DType target,
                                                        const backends::KernelRegistry& kernels);
 
