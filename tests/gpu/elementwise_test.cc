@@ -773,5 +773,38 @@ TEST(CudaElementwiseFusion, ValuesReadElsewhereAreNotAbsorbed) {
   EXPECT_EQ(expect_net_matches_cpu(ints, 0, 0), 2);
 }
 
+// An integer zero divisor fails the run naming the node, as on the cpu: the kernel stores the
+// fault in the partition's error word (no sync per kernel), with CUDA graphs too (later runs
+// replay a captured graph), and the same executable keeps working on good divisors.
+TEST(CudaElementwise, IntegerDivisionByZeroFailsTheRunNamingTheNode) {
+  SY_SKIP_WITHOUT_GPU();
+  for (DType t : {DType::Int32, DType::Int64}) {
+    Tensor a = tensor_of(t, {4}, {7, -7, 9, 3});
+    Tensor zero = tensor_of(t, {4}, {2, 0, 3, 1});
+    for (const char* op : {"Div", "Mod"}) {
+      SCOPED_TRACE(std::string(op) + " " + std::string(ir::dtype_name(t)));
+      OpCase c = make_case(op, {a, zero});
+      expect_error([&] { run_op(c); }, ErrorCode::InvalidArgument, "division by zero");
+      expect_error([&] { run_op_gpu(c); }, ErrorCode::InvalidArgument,
+                   "integer division by zero: input 1 holds a zero (found on cuda:0");
+    }
+    Options o;
+    o.device = "cuda:0";
+    o.fallback = "strict";
+    Executable exe =
+        Model::from_graph(build_op_graph(make_case("Div", {a, tensor_of(t, {4}, {2, 1, 3, 1})})))
+            .compile(o);
+    Tensor good = tensor_of(t, {4}, {2, -2, 4, 3});
+    for (int run = 0; run < 4; ++run) {
+      std::vector<ir::Datum> out =
+          exe.internal().run(std::vector<ir::Datum>{ir::Datum(a), ir::Datum(good)});
+      EXPECT_TENSOR_NEAR(out[0].tensor, tensor_of(t, {4}, {3, 3, 2, 1}), 0, 0);
+      expect_error(
+          [&] { exe.internal().run(std::vector<ir::Datum>{ir::Datum(a), ir::Datum(zero)}); },
+          ErrorCode::InvalidArgument, "[Div]");
+    }
+  }
+}
+
 }  // namespace
 }  // namespace switchyard::testing

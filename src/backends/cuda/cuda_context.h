@@ -41,13 +41,22 @@ struct CudaRunContext {
   /// report on the host without a sync (an out-of-range Gather index) store `error_code` there
   /// (atomicCAS from 0); the partition reads it once its work is done and fails naming the node.
   int32_t* device_error = nullptr;
-  /// The running step's code (its index + 1), set by the partition before each kernel.
+  /// The running step's code (its index + 1), set by the partition before each kernel. A
+  /// kernel stores it as is for an index out of range, or through fault_code() for other faults.
   int32_t error_code = 0;
   /// Host buffers that queued copies still read: released after the partition's final sync.
   std::vector<std::shared_ptr<void>>* pending = nullptr;
   /// While capturing: buffers a captured graph reads at every replay (kept with the graph).
   std::vector<std::shared_ptr<void>>* keepalive = nullptr;
 };
+
+/// What a kernel found in device data, kept in the error word's top byte (the step's code is in
+/// the low 24 bits); the partition's message names the node and says which.
+enum class KernelFault : int32_t { IndexOutOfRange = 0, IntegerDivisionByZero = 1 };
+constexpr int32_t kFaultShift = 24;
+inline int32_t fault_code(int32_t step_code, KernelFault fault) {
+  return step_code | (static_cast<int32_t>(fault) << kFaultShift);
+}
 
 /// The running partition's context; throws Internal when the kernel runs outside a CUDA
 /// partition.

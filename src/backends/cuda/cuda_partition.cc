@@ -116,6 +116,23 @@ class CudaPartition : public backends::CompiledPartition {
     build_steps();
   }
 
+  // The error a kernel stored in the partition's error word (cuda_context.h: fault_code).
+  [[noreturn]] void throw_kernel_fault(int32_t word) const {
+    const int32_t step = word & ((1 << kFaultShift) - 1);
+    const auto fault = static_cast<KernelFault>(word >> kFaultShift);
+    SY_CHECK(step > 0 && static_cast<size_t>(step) <= steps_.size(), Internal,
+             "partition {} on {}: a kernel reported fault word {:#x}", index_,
+             backend_.device().id, word);
+    const std::string node = steps_[static_cast<size_t>(step - 1)].node->describe();
+    const std::string& dev = backend_.device().id;
+    if (fault == KernelFault::IntegerDivisionByZero)
+      SY_THROW(InvalidArgument,
+               "{}: integer division by zero: input 1 holds a zero (found on {} by the kernel)",
+               node, dev);
+    SY_THROW(InvalidArgument, "{}: an index is out of range (found on {} by the kernel)", node,
+             dev);
+  }
+
   std::vector<ir::Datum> run(std::vector<ir::Datum> inputs,
                              backends::RunState& state) const override {
     const int device = backend_.index();
@@ -151,10 +168,7 @@ class CudaPartition : public backends::CompiledPartition {
       SY_CUDA_CHECK(cudaMemcpyAsync(lease->error_host, rc.device_error, sizeof(int32_t),
                                     cudaMemcpyDeviceToHost, rc.stream));
       SY_CUDA_CHECK(cudaStreamSynchronize(rc.stream));
-      int32_t code = *lease->error_host;
-      if (code > 0 && static_cast<size_t>(code) <= steps_.size())
-        SY_THROW(InvalidArgument, "{}: an index is out of range (found on {} by the kernel)",
-                 steps_[static_cast<size_t>(code - 1)].node->describe(), backend_.device().id);
+      if (int32_t word = *lease->error_host; word != 0) throw_kernel_fault(word);
       return out;
     } catch (...) {
       // Queued work may still use this run's buffers: let it finish before they are freed.

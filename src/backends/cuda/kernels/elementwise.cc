@@ -4,8 +4,8 @@
 // and the kernel of fused elementwise chains (the representation is documented in
 // elementwise_fusion.cc). Attributes, dtype rules and error messages mirror the CPU kernels
 // (src/backends/cpu/kernels/elementwise_*.cc), which are the reference the GPU is tested
-// against. Known difference: an integer Div/Mod by zero fails on the CPU but gives 0 here (the
-// divisor lives in device memory, and reading it would sync).
+// against. An integer Div/Mod by zero fails the run naming the node, as on the CPU, through the
+// partition's error word (the divisor lives in device memory; reading it here would sync).
 #include <algorithm>
 #include <limits>
 #include <memory>
@@ -273,7 +273,12 @@ class BinaryKernel final : public backends::Kernel {
     EwIndexing ix = make_indexing(ctx, {a.shape(), b.shape()}, shape);
     ir::Tensor& y =
         ctx.allocate_output(0, is_comparison(op_) ? DType::Bool : a.dtype(), std::move(shape));
-    SY_CUDA_CHECK(launch_binary(op_, a.dtype(), a.raw(), b.raw(), y.raw(), ix, stream_of(ctx)));
+    // An integer zero divisor is reported through the partition's error word (no sync here).
+    const bool divides = op_ == EwOp::Div || op_ == EwOp::Mod || op_ == EwOp::FMod;
+    CudaRunContext& rc = run_context(ctx);
+    int32_t* error = divides && ir::dtype_is_integer(a.dtype()) ? rc.device_error : nullptr;
+    SY_CUDA_CHECK(launch_binary(op_, a.dtype(), a.raw(), b.raw(), y.raw(), ix, rc.stream, error,
+                                fault_code(rc.error_code, KernelFault::IntegerDivisionByZero)));
   }
 
  private:

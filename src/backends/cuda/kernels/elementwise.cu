@@ -485,13 +485,18 @@ __global__ void predicate_kernel(EwOp op, const T* x, bool* y, int64_t n, EwPara
 }
 
 template <EwOp kOp, typename T, bool kFlat>
-__global__ void binary_kernel(const T* a, const T* b, void* out, EwIndexing ix) {
+__global__ void binary_kernel(const T* a, const T* b, void* out, EwIndexing ix, int32_t* error,
+                              int32_t error_code) {
   using V = compute_t<T>;
   SY_GRID_STRIDE(i, ix.numel) {
     int64_t off[2];
     operand_offsets<kFlat>(ix, i, off);
     const V va = load(a[off[0]]);
     const V vb = load(b[off[1]]);
+    if constexpr (std::is_integral_v<V> &&
+                  (kOp == EwOp::Div || kOp == EwOp::Mod || kOp == EwOp::FMod)) {
+      if (vb == V(0) && error) atomicCAS(error, 0, error_code);  // the result stays 0
+    }
     if constexpr (is_comparison(kOp)) {
       static_cast<bool*>(out)[i] = compare_math(kOp, va, vb);
     } else {
@@ -585,13 +590,15 @@ unsigned grid_for(int64_t n) { return dev::blocks_for(n); }
 
 template <EwOp kOp, typename T>
 cudaError_t binary_typed(const void* a, const void* b, void* y, const EwIndexing& ix,
-                         cudaStream_t stream) {
+                         cudaStream_t stream, int32_t* error = nullptr, int32_t code = 0) {
   const auto* pa = static_cast<const T*>(a);
   const auto* pb = static_cast<const T*>(b);
   if (ix.rank == 0) {
-    binary_kernel<kOp, T, true><<<grid_for(ix.numel), kThreads, 0, stream>>>(pa, pb, y, ix);
+    binary_kernel<kOp, T, true>
+        <<<grid_for(ix.numel), kThreads, 0, stream>>>(pa, pb, y, ix, error, code);
   } else {
-    binary_kernel<kOp, T, false><<<grid_for(ix.numel), kThreads, 0, stream>>>(pa, pb, y, ix);
+    binary_kernel<kOp, T, false>
+        <<<grid_for(ix.numel), kThreads, 0, stream>>>(pa, pb, y, ix, error, code);
   }
   return cudaGetLastError();
 }
@@ -656,12 +663,14 @@ cudaError_t launch_unary(EwOp op, DType dtype, const void* x, void* y, int64_t n
 }
 
 cudaError_t launch_binary(EwOp op, DType dtype, const void* a, const void* b, void* y,
-                          const EwIndexing& ix, cudaStream_t stream) {
+                          const EwIndexing& ix, cudaStream_t stream, int32_t* error,
+                          int32_t error_code) {
   if (ix.numel == 0) return cudaSuccess;
-#define SY_BINARY(name, dispatcher)                                                     \
-  case EwOp::name:                                                                      \
-    return dispatcher(dtype, [&](auto t) {                                              \
-      return binary_typed<EwOp::name, typename decltype(t)::type>(a, b, y, ix, stream); \
+#define SY_BINARY(name, dispatcher)                                                          \
+  case EwOp::name:                                                                           \
+    return dispatcher(dtype, [&](auto t) {                                                   \
+      return binary_typed<EwOp::name, typename decltype(t)::type>(a, b, y, ix, stream, error, \
+                                                                  error_code);               \
     });
   switch (op) {
     // clang-format off

@@ -63,11 +63,13 @@ cudaError_t launch_unary(EwOp op, DType dtype, const void* x, void* y, int64_t n
 
 /// y = op(a, b) with a, b operands 0 and 1 of `ix` (y may alias a when a is the whole output).
 /// Add, Sub, Mul, Div, Max, Min, Mod, FMod, PRelu and the order comparisons: float32, float16,
-/// bfloat16, float64, int32, int64 (integers wrap; a zero integer divisor gives 0). Equal: those
+/// bfloat16, float64, int32, int64 (integers wrap; a zero integer divisor of Div/Mod/FMod gives 0
+/// and stores `error_code` into `*error` when `error` is set, atomicCAS from 0). Equal: those
 /// and every other integer dtype and bool. And, Or, Xor: bool. BitwiseAnd/Or/Xor: any integer
 /// dtype. ShiftLeft/ShiftRight: unsigned integers. Comparisons write bool.
 cudaError_t launch_binary(EwOp op, DType dtype, const void* a, const void* b, void* y,
-                          const EwIndexing& ix, cudaStream_t stream);
+                          const EwIndexing& ix, cudaStream_t stream, int32_t* error = nullptr,
+                          int32_t error_code = 0);
 
 /// y = pow(a, b), y of the base's dtype. Base and exponent: float32, float16, bfloat16,
 /// float64, int32, int64 in any pairing (integer powers wrap; a float result is truncated to an
