@@ -800,7 +800,9 @@ TEST(CudaElementwise, IntegerDivisionByZeroFailsTheRunNamingTheNode) {
           exe.internal().run(std::vector<ir::Datum>{ir::Datum(a), ir::Datum(good)});
       EXPECT_TENSOR_NEAR(out[0].tensor, tensor_of(t, {4}, {3, 3, 2, 1}), 0, 0);
       expect_error(
-          [&] { exe.internal().run(std::vector<ir::Datum>{ir::Datum(a), ir::Datum(zero)}); },
+          [&] {
+            exe.internal().run(std::vector<ir::Datum>{ir::Datum(a), ir::Datum(zero)});
+          },
           ErrorCode::InvalidArgument, "[Div]");
     }
   }

@@ -40,8 +40,6 @@ CudaRunContext& run_context(const backends::KernelContext& ctx) {
   return *c;
 }
 
-namespace {
-
 // The input's bytes on the host: the tensor itself when it is host memory, else a synchronous
 // read-back on the partition's stream (not allowed while capturing a CUDA graph).
 ir::Tensor host_copy(const backends::KernelContext& ctx, size_t i) {
@@ -59,8 +57,6 @@ ir::Tensor host_copy(const backends::KernelContext& ctx, size_t i) {
   }
   return out;
 }
-
-}  // namespace
 
 std::vector<int64_t> read_ints(const backends::KernelContext& ctx, size_t i) {
   ir::Tensor t = host_copy(ctx, i);

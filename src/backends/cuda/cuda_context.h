@@ -74,6 +74,9 @@ inline bool allow_tf32(const backends::KernelContext& ctx) {
 /// if the input is not an integer tensor. A device tensor is read back with a sync (only when
 /// a value could not be routed to the host; never while capturing).
 std::vector<int64_t> read_ints(const backends::KernelContext& ctx, size_t i);
+/// Input `i` in host memory: the tensor itself when it is there (a host input), else read back
+/// with a sync (never while capturing).
+ir::Tensor host_copy(const backends::KernelContext& ctx, size_t i);
 /// Float values of input `i` (a host input: Resize scales).
 std::vector<double> read_doubles(const backends::KernelContext& ctx, size_t i);
 

@@ -8,31 +8,15 @@
 
 #include "backends/cpu/kernels/common.h"
 #include "backends/cpu/kernels/image_internal.h"
+#include "ops/resize_geometry.h"
 
 namespace switchyard::cpu {
 
 namespace {
 
-enum class ResizeMode { Nearest, Linear, Cubic };
-enum class Transform {
-  HalfPixel,
-  HalfPixelSymmetric,
-  PytorchHalfPixel,
-  AlignCorners,
-  Asymmetric,
-  TfCropAndResize,
-  TfHalfPixelForNn
-};
-enum class NearestRounding { RoundPreferFloor, RoundPreferCeil, Floor, Ceil };
-enum class AspectPolicy { Stretch, NotLarger, NotSmaller };
-
-template <typename E>
-E parse_choice(const ir::Node& node, const std::string& attr, const std::string& value,
-               std::initializer_list<std::pair<const char*, E>> choices) {
-  for (const auto& [name, e] : choices)
-    if (value == name) return e;
-  SY_THROW(InvalidModel, "{}: {} '{}' is not supported", node.describe(), attr, value);
-}
+using ops::NearestRounding;
+using ops::ResizeMode;
+using Transform = ops::ResizeTransform;
 
 // Taps of one axis: `width` (input offset, weight) pairs per output index, and whether that
 // output index lies outside the crop (tf_crop_and_resize extrapolates there).
@@ -46,145 +30,34 @@ struct AxisTaps {
 class ResizeKernel final : public backends::Kernel {
  public:
   explicit ResizeKernel(const backends::KernelInit& init) {
-    const ir::Node& n = init.node;
-    mode_ = parse_choice<ResizeMode>(n, "mode", n.attr_string("mode", "nearest"),
-                                     {{"nearest", ResizeMode::Nearest},
-                                      {"linear", ResizeMode::Linear},
-                                      {"cubic", ResizeMode::Cubic}});
-    transform_ =
-        parse_choice<Transform>(n, "coordinate_transformation_mode",
-                                n.attr_string("coordinate_transformation_mode", "half_pixel"),
-                                {{"half_pixel", Transform::HalfPixel},
-                                 {"half_pixel_symmetric", Transform::HalfPixelSymmetric},
-                                 {"pytorch_half_pixel", Transform::PytorchHalfPixel},
-                                 {"align_corners", Transform::AlignCorners},
-                                 {"asymmetric", Transform::Asymmetric},
-                                 {"tf_crop_and_resize", Transform::TfCropAndResize},
-                                 {"tf_half_pixel_for_nn", Transform::TfHalfPixelForNn}});
-    rounding_ = parse_choice<NearestRounding>(
-        n, "nearest_mode", n.attr_string("nearest_mode", "round_prefer_floor"),
-        {{"round_prefer_floor", NearestRounding::RoundPreferFloor},
-         {"round_prefer_ceil", NearestRounding::RoundPreferCeil},
-         {"floor", NearestRounding::Floor},
-         {"ceil", NearestRounding::Ceil}});
-    policy_ = parse_choice<AspectPolicy>(n, "keep_aspect_ratio_policy",
-                                         n.attr_string("keep_aspect_ratio_policy", "stretch"),
-                                         {{"stretch", AspectPolicy::Stretch},
-                                          {"not_larger", AspectPolicy::NotLarger},
-                                          {"not_smaller", AspectPolicy::NotSmaller}});
-    cubic_a_ = n.attr_float("cubic_coeff_a", -0.75f);
-    exclude_outside_ = n.attr_int("exclude_outside", 0) != 0;
-    antialias_ = n.attr_int("antialias", 0) != 0;
-    extrapolation_ = n.attr_float("extrapolation_value", 0.0f);
-    axes_attr_ = n.attr_ints("axes", {});
+    const ops::ResizeAttributes a = ops::resize_attributes(init.node);
+    mode_ = a.mode;
+    transform_ = a.transform;
+    rounding_ = a.rounding;
+    cubic_a_ = a.cubic_a;
+    exclude_outside_ = a.exclude_outside;
+    antialias_ = a.antialias;
+    extrapolation_ = a.extrapolation;
+    attrs_ = a;
   }
 
   void run(backends::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
+    auto input = [&](size_t i) { return ctx.has_input(i) ? &ctx.input(i) : nullptr; };
+    const ops::ResizeGeometry g =
+        ops::resize_geometry(ctx.node(), attrs_, x.shape(), input(1), input(2), input(3));
     const int64_t rank = x.rank();
-    if (rank == 0) ctx.fail("X must have rank >= 1");
-    std::vector<int64_t> axes;
-    if (axes_attr_.empty()) {
-      for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
-    } else {
-      std::set<int64_t> seen;
-      for (int64_t a : axes_attr_) {
-        int64_t axis = ops::normalize_axis(ctx.node(), a, rank);
-        if (!seen.insert(axis).second) ctx.fail("axes has axis {} twice", a);
-        axes.push_back(axis);
-      }
-    }
-    const size_t num_axes = axes.size();
-    auto present = [&](size_t i) { return ctx.has_input(i) && ctx.input(i).numel() > 0; };
-    const bool has_scales = present(2);
-    const bool has_sizes = present(3);
-    if (has_scales == has_sizes)
-      ctx.fail("exactly one of scales and sizes must be given (non-empty)");
-
-    std::vector<int64_t> in_shape = x.shape();
-    std::vector<int64_t> out_shape = in_shape;
-    std::vector<double> scale(static_cast<size_t>(rank), 1.0);
-    std::vector<double> length_resized(static_cast<size_t>(rank));
-    for (int64_t i = 0; i < rank; ++i)
-      length_resized[static_cast<size_t>(i)] =
-          static_cast<double>(in_shape[static_cast<size_t>(i)]);
-    std::vector<bool> resized(static_cast<size_t>(rank), false);
-    for (int64_t a : axes) resized[static_cast<size_t>(a)] = true;
-
-    if (has_scales) {
-      const ir::Tensor& s = ctx.input(2);
-      if (!ir::dtype_is_float(s.dtype())) ctx.fail("scales must be a float tensor");
-      if (static_cast<size_t>(s.numel()) != num_axes)
-        ctx.fail("scales has {} values, expected {}", s.numel(), num_axes);
-      for (size_t i = 0; i < num_axes; ++i) {
-        double v = s.scalar_as_double(static_cast<int64_t>(i));
-        if (!(v > 0) || !std::isfinite(v)) ctx.fail("scales[{}] = {} must be positive", i, v);
-        size_t a = static_cast<size_t>(axes[i]);
-        double len = static_cast<double>(in_shape[a]) * v;
-        if (len > 9.0e18) ctx.fail("scales[{}] = {} makes axis {} too large", i, v, a);
-        scale[a] = v;
-        length_resized[a] = len;
-        out_shape[a] = static_cast<int64_t>(std::floor(len));
-      }
-    } else {
-      const ir::Tensor& s = ctx.input(3);
-      if (s.dtype() != DType::Int64) ctx.fail("sizes must be an int64 tensor");
-      if (static_cast<size_t>(s.numel()) != num_axes)
-        ctx.fail("sizes has {} values, expected {}", s.numel(), num_axes);
-      std::vector<int64_t> sizes = s.to_int_vector();
-      for (size_t i = 0; i < num_axes; ++i) {
-        if (sizes[i] < 0) ctx.fail("sizes[{}] = {} is negative", i, sizes[i]);
-        if (sizes[i] > 0 && in_shape[static_cast<size_t>(axes[i])] == 0)
-          ctx.fail("cannot resize empty axis {} to size {}", axes[i], sizes[i]);
-      }
-      if (policy_ == AspectPolicy::Stretch) {
-        for (size_t i = 0; i < num_axes; ++i) {
-          size_t a = static_cast<size_t>(axes[i]);
-          out_shape[a] = sizes[i];
-          length_resized[a] = static_cast<double>(sizes[i]);
-          scale[a] = in_shape[a] > 0 ? static_cast<double>(sizes[i]) / in_shape[a] : 1.0;
-        }
-      } else {
-        double common = policy_ == AspectPolicy::NotLarger ? INFINITY : 0.0;
-        for (size_t i = 0; i < num_axes; ++i) {
-          size_t a = static_cast<size_t>(axes[i]);
-          if (in_shape[a] == 0) continue;
-          double r = static_cast<double>(sizes[i]) / static_cast<double>(in_shape[a]);
-          common = policy_ == AspectPolicy::NotLarger ? std::min(common, r) : std::max(common, r);
-        }
-        if (!std::isfinite(common) || common <= 0) common = 1.0;
-        for (size_t i = 0; i < num_axes; ++i) {
-          size_t a = static_cast<size_t>(axes[i]);
-          scale[a] = common;
-          length_resized[a] = common * static_cast<double>(in_shape[a]);
-          out_shape[a] = static_cast<int64_t>(std::floor(length_resized[a] + 0.5));
-        }
-      }
-    }
-
-    std::vector<double> roi_start(static_cast<size_t>(rank), 0.0);
-    std::vector<double> roi_end(static_cast<size_t>(rank), 1.0);
-    if (transform_ == Transform::TfCropAndResize && present(1)) {
-      const ir::Tensor& roi = ctx.input(1);
-      if (!ir::dtype_is_float(roi.dtype())) ctx.fail("roi must be a float tensor");
-      if (static_cast<size_t>(roi.numel()) != 2 * num_axes)
-        ctx.fail("roi has {} values, expected {}", roi.numel(), 2 * num_axes);
-      for (size_t i = 0; i < num_axes; ++i) {
-        roi_start[static_cast<size_t>(axes[i])] = roi.scalar_as_double(static_cast<int64_t>(i));
-        roi_end[static_cast<size_t>(axes[i])] =
-            roi.scalar_as_double(static_cast<int64_t>(i + num_axes));
-      }
-    }
-    (void)ir::checked_numel(out_shape);
+    const std::vector<int64_t>& in_shape = x.shape();
+    const std::vector<int64_t>& out_shape = g.out_shape;
 
     std::vector<int64_t> in_strides = strides_of(in_shape);
     std::vector<AxisTaps> taps(static_cast<size_t>(rank));
     for (size_t a = 0; a < static_cast<size_t>(rank); ++a) {
-      if (!resized[a]) {
+      if (!g.resized[a]) {
         taps[a] = identity_taps(out_shape[a], in_strides[a]);
       } else {
-        taps[a] = axis_taps(in_shape[a], out_shape[a], scale[a], length_resized[a], roi_start[a],
-                            roi_end[a], in_strides[a]);
+        taps[a] = axis_taps(in_shape[a], out_shape[a], g.scale[a], g.length_resized[a],
+                            g.roi_start[a], g.roi_end[a], in_strides[a]);
       }
     }
 
@@ -408,12 +281,11 @@ class ResizeKernel final : public backends::Kernel {
   ResizeMode mode_;
   Transform transform_;
   NearestRounding rounding_;
-  AspectPolicy policy_;
   double cubic_a_ = -0.75;
   bool exclude_outside_ = false;
   bool antialias_ = false;
   double extrapolation_ = 0;
-  std::vector<int64_t> axes_attr_;
+  ops::ResizeAttributes attrs_;
 };
 
 }  // namespace

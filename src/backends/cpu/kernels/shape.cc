@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "backends/cpu/kernels/shape_internal.h"
+#include "ops/shape_geometry.h"
 
 namespace switchyard::cpu {
 
@@ -94,39 +95,8 @@ class ReshapeKernel : public backends::Kernel {
       : allowzero_(init.node.attr_int("allowzero", 0) != 0) {}
   void run(KernelContext& ctx) const override {
     const ir::Tensor& in = ctx.input(0);
-    std::vector<int64_t> shape = int_values(ctx, 1, "shape");
-    int infer_at = -1;
-    bool has_zero = false;
-    int64_t known = 1;
-    for (size_t i = 0; i < shape.size(); ++i) {
-      int64_t& v = shape[i];
-      if (v == -1) {
-        if (infer_at >= 0) ctx.fail("shape has more than one -1");
-        infer_at = static_cast<int>(i);
-        continue;
-      }
-      if (v == 0 && !allowzero_) {
-        if (i >= in.shape().size())
-          ctx.fail("shape copies dim {} (0) but the input has rank {}", i, in.rank());
-        v = in.shape()[i];
-      } else if (v < 0) {
-        ctx.fail("shape has an invalid value {}", v);
-      }
-      has_zero = has_zero || v == 0;
-      if (v != 0 && known > std::numeric_limits<int64_t>::max() / v)
-        ctx.fail("shape [{}] has too many elements", fmt::join(shape, ","));
-      known *= v;
-    }
-    if (infer_at >= 0) {
-      if (allowzero_ && has_zero) ctx.fail("with allowzero=1, shape may not hold both 0 and -1");
-      if (known == 0 || in.numel() % known != 0)
-        ctx.fail("cannot reshape {} into [{}]", ir::shape_to_string(in.shape()),
-                 fmt::join(shape, ","));
-      shape[static_cast<size_t>(infer_at)] = in.numel() / known;
-    } else if (known != in.numel()) {
-      ctx.fail("cannot reshape {} ({} elements) into [{}]", ir::shape_to_string(in.shape()),
-               in.numel(), fmt::join(shape, ","));
-    }
+    std::vector<int64_t> shape = ops::reshape_shape(ctx.node(), in.shape(), in.numel(),
+                                                    int_values(ctx, 1, "shape"), allowzero_);
     ctx.set_output(0, in.reshaped(std::move(shape)));
   }
 

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "backends/cpu/kernels/shape_internal.h"
+#include "ops/shape_geometry.h"
 #include "ops/slice_geometry.h"
 
 namespace switchyard::cpu {
@@ -114,28 +115,10 @@ class SplitKernel : public backends::Kernel {
     size_t axis = static_cast<size_t>(ops::normalize_axis(ctx.node(), axis_, in.rank()));
     int64_t dim = in.shape()[axis];
     size_t n = ctx.num_outputs();
-    std::vector<int64_t> sizes;
-    if (ctx.has_input(1)) {
-      sizes = int_values(ctx, 1, "split");
-      if (sizes.size() != n) ctx.fail("'split' has {} values for {} outputs", sizes.size(), n);
-      int64_t sum = 0;
-      for (int64_t s : sizes) {
-        if (s < 0) ctx.fail("'split' has a negative size {}", s);
-        sum += s;
-      }
-      if (sum != dim) ctx.fail("'split' sums to {} but axis {} has size {}", sum, axis, dim);
-    } else {
-      int64_t k = static_cast<int64_t>(n);
-      int64_t chunk = dim / k;
-      if (dim % k != 0) {
-        if (!uneven_)
-          ctx.fail("axis {} of size {} does not split into {} equal parts", axis, dim, k);
-        ++chunk;
-        if (chunk * (k - 1) > dim)
-          ctx.fail("axis {} of size {} cannot split into {} parts", axis, dim, k);
-      }
-      for (int64_t i = 0; i < k; ++i) sizes.push_back(i + 1 < k ? chunk : dim - chunk * (k - 1));
-    }
+    std::optional<std::vector<int64_t>> split;
+    if (ctx.has_input(1)) split = int_values(ctx, 1, "split");
+    std::vector<int64_t> sizes =
+        ops::split_sizes(ctx.node(), dim, static_cast<int64_t>(axis), n, split, uneven_);
     int64_t outer = 1, inner = 1;
     for (size_t k = 0; k < axis; ++k) outer *= in.shape()[k];
     for (size_t k = axis + 1; k < in.shape().size(); ++k) inner *= in.shape()[k];

@@ -1,8 +1,10 @@
 // CPU kernels of the shape family that pad, crop or reverse: Pad, CenterCropPad,
 // ReverseSequence.
 #include <limits>
+#include <optional>
 
 #include "backends/cpu/kernels/shape_internal.h"
+#include "ops/pad_geometry.h"
 
 namespace switchyard::cpu {
 
@@ -11,17 +13,7 @@ namespace {
 using backends::KernelContext;
 using backends::KernelInit;
 
-enum class PadMode { Constant, Reflect, Edge, Wrap };
-
-PadMode parse_pad_mode(const ir::Node& node) {
-  std::string mode = node.attr_string("mode", "constant");
-  if (mode == "constant") return PadMode::Constant;
-  if (mode == "reflect") return PadMode::Reflect;
-  if (mode == "edge") return PadMode::Edge;
-  if (mode == "wrap") return PadMode::Wrap;
-  SY_THROW(InvalidModel, "{}: mode '{}' is not one of constant, reflect, edge, wrap",
-           node.describe(), mode);
-}
+using ops::PadMode;
 
 // Source index along one axis for output index j (-1: the pad value).
 int64_t pad_source(PadMode mode, int64_t j, int64_t pre, int64_t d) {
@@ -46,41 +38,15 @@ int64_t pad_source(PadMode mode, int64_t j, int64_t pre, int64_t d) {
 
 class PadKernel : public backends::Kernel {
  public:
-  explicit PadKernel(const KernelInit& init) : mode_(parse_pad_mode(init.node)) {}
+  explicit PadKernel(const KernelInit& init) : mode_(ops::pad_mode(init.node)) {}
   void run(KernelContext& ctx) const override {
     const ir::Tensor& in = ctx.input(0);
-    int64_t rank = in.rank();
-    std::vector<int64_t> pads = int_values(ctx, 1, "pads");
-    std::vector<int64_t> axes;
-    if (ctx.has_input(3)) {
-      axes = int_values(ctx, 3, "axes");
-    } else {
-      for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
-    }
-    if (pads.size() != 2 * axes.size())
-      ctx.fail("pads has {} values, expected {} (2 per axis)", pads.size(), 2 * axes.size());
-    std::vector<int64_t> pre(static_cast<size_t>(rank), 0), post(static_cast<size_t>(rank), 0);
-    std::vector<bool> seen(static_cast<size_t>(rank), false);
-    for (size_t i = 0; i < axes.size(); ++i) {
-      size_t a = static_cast<size_t>(ops::normalize_axis(ctx.node(), axes[i], rank));
-      if (seen[a]) ctx.fail("axis {} appears more than once", a);
-      seen[a] = true;
-      pre[a] = pads[i];
-      post[a] = pads[i + axes.size()];
-    }
-    std::vector<int64_t> shape = in.shape();
-    constexpr int64_t kLimit = std::numeric_limits<int64_t>::max() / 4;
-    for (size_t a = 0; a < shape.size(); ++a) {
-      if (std::abs(pre[a]) > kLimit || std::abs(post[a]) > kLimit)
-        ctx.fail("pads {} / {} are too large", pre[a], post[a]);
-      int64_t d = shape[a] + pre[a] + post[a];
-      if (d < 0)
-        ctx.fail("pads {} and {} shrink axis {} of size {} below zero", pre[a], post[a], a,
-                 shape[a]);
-      if (d > 0 && shape[a] == 0 && mode_ != PadMode::Constant)
-        ctx.fail("cannot pad the empty axis {} in a mode other than constant", a);
-      shape[a] = d;
-    }
+    std::optional<std::vector<int64_t>> axes;
+    if (ctx.has_input(3)) axes = int_values(ctx, 3, "axes");
+    const ops::PadGeometry g =
+        ops::pad_geometry(ctx.node(), in.shape(), int_values(ctx, 1, "pads"), axes, mode_);
+    const std::vector<int64_t>& pre = g.pre;
+    const std::vector<int64_t>& shape = g.shape;
     const ir::Tensor* value = nullptr;
     if (mode_ == PadMode::Constant && ctx.has_input(2)) {
       value = &ctx.input(2);

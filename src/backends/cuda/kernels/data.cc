@@ -15,6 +15,8 @@
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/kernels/data_host.h"
 #include "backends/cuda/kernels/data_impl.h"
+#include "ops/pad_geometry.h"
+#include "ops/shape_geometry.h"
 #include "ops/shape_inference.h"
 #include "ops/slice_geometry.h"
 
@@ -37,39 +39,8 @@ class ReshapeKernel : public backends::Kernel {
       : allowzero_(init.node.attr_int("allowzero", 0) != 0) {}
   void run(KernelContext& ctx) const override {
     const ir::Tensor& in = ctx.input(0);
-    std::vector<int64_t> shape = int_values(ctx, 1, "shape");
-    int infer_at = -1;
-    bool has_zero = false;
-    int64_t known = 1;
-    for (size_t i = 0; i < shape.size(); ++i) {
-      int64_t& v = shape[i];
-      if (v == -1) {
-        if (infer_at >= 0) ctx.fail("shape has more than one -1");
-        infer_at = static_cast<int>(i);
-        continue;
-      }
-      if (v == 0 && !allowzero_) {
-        if (i >= in.shape().size())
-          ctx.fail("shape copies dim {} (0) but the input has rank {}", i, in.rank());
-        v = in.shape()[i];
-      } else if (v < 0) {
-        ctx.fail("shape has an invalid value {}", v);
-      }
-      has_zero = has_zero || v == 0;
-      if (v != 0 && known > std::numeric_limits<int64_t>::max() / v)
-        ctx.fail("shape [{}] has too many elements", fmt::join(shape, ","));
-      known *= v;
-    }
-    if (infer_at >= 0) {
-      if (allowzero_ && has_zero) ctx.fail("with allowzero=1, shape may not hold both 0 and -1");
-      if (known == 0 || in.numel() % known != 0)
-        ctx.fail("cannot reshape {} into [{}]", ir::shape_to_string(in.shape()),
-                 fmt::join(shape, ","));
-      shape[static_cast<size_t>(infer_at)] = in.numel() / known;
-    } else if (known != in.numel()) {
-      ctx.fail("cannot reshape {} ({} elements) into [{}]", ir::shape_to_string(in.shape()),
-               in.numel(), fmt::join(shape, ","));
-    }
+    std::vector<int64_t> shape = ops::reshape_shape(ctx.node(), in.shape(), in.numel(),
+                                                    int_values(ctx, 1, "shape"), allowzero_);
     ctx.set_output(0, in.reshaped(std::move(shape)));
   }
 
@@ -464,28 +435,10 @@ class SplitKernel : public backends::Kernel {
     size_t axis = static_cast<size_t>(ops::normalize_axis(ctx.node(), axis_, in.rank()));
     int64_t dim = in.shape()[axis];
     size_t n = ctx.num_outputs();
-    std::vector<int64_t> sizes;
-    if (ctx.has_input(1)) {
-      sizes = int_values(ctx, 1, "split");
-      if (sizes.size() != n) ctx.fail("'split' has {} values for {} outputs", sizes.size(), n);
-      int64_t sum = 0;
-      for (int64_t s : sizes) {
-        if (s < 0) ctx.fail("'split' has a negative size {}", s);
-        sum += s;
-      }
-      if (sum != dim) ctx.fail("'split' sums to {} but axis {} has size {}", sum, axis, dim);
-    } else {
-      int64_t k = static_cast<int64_t>(n);
-      int64_t chunk = dim / k;
-      if (dim % k != 0) {
-        if (!uneven_)
-          ctx.fail("axis {} of size {} does not split into {} equal parts", axis, dim, k);
-        ++chunk;
-        if (chunk * (k - 1) > dim)
-          ctx.fail("axis {} of size {} cannot split into {} parts", axis, dim, k);
-      }
-      for (int64_t i = 0; i < k; ++i) sizes.push_back(i + 1 < k ? chunk : dim - chunk * (k - 1));
-    }
+    std::optional<std::vector<int64_t>> split;
+    if (ctx.has_input(1)) split = int_values(ctx, 1, "split");
+    std::vector<int64_t> sizes =
+        ops::split_sizes(ctx.node(), dim, static_cast<int64_t>(axis), n, split, uneven_);
     const int64_t outer = product(in.shape(), 0, axis);
     const int64_t inner = product(in.shape(), axis + 1, in.shape().size());
     const int es = elem_size(in.dtype());
@@ -568,55 +521,23 @@ class BlockRearrangeKernel : public backends::Kernel {
   int64_t block_;
 };
 
-data::PadMode parse_pad_mode(const ir::Node& node) {
-  std::string mode = node.attr_string("mode", "constant");
-  if (mode == "constant") return data::PadMode::Constant;
-  if (mode == "reflect") return data::PadMode::Reflect;
-  if (mode == "edge") return data::PadMode::Edge;
-  if (mode == "wrap") return data::PadMode::Wrap;
-  SY_THROW(InvalidModel, "{}: mode '{}' is not one of constant, reflect, edge, wrap",
-           node.describe(), mode);
-}
+static_assert(static_cast<int>(ops::PadMode::Wrap) == static_cast<int>(data::PadMode::Wrap) &&
+                  static_cast<int>(ops::PadMode::Edge) == static_cast<int>(data::PadMode::Edge),
+              "the device kernel numbers pad modes as ops::PadMode does");
 
 class PadKernel : public backends::Kernel {
  public:
-  explicit PadKernel(const KernelInit& init) : mode_(parse_pad_mode(init.node)) {}
+  explicit PadKernel(const KernelInit& init) : mode_(ops::pad_mode(init.node)) {}
   void run(KernelContext& ctx) const override {
     const ir::Tensor& in = ctx.input(0);
-    int64_t rank = in.rank();
-    std::vector<int64_t> pads = int_values(ctx, 1, "pads");
-    std::vector<int64_t> axes;
-    if (ctx.has_input(3)) {
-      axes = int_values(ctx, 3, "axes");
-    } else {
-      for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
-    }
-    if (pads.size() != 2 * axes.size())
-      ctx.fail("pads has {} values, expected {} (2 per axis)", pads.size(), 2 * axes.size());
-    std::vector<int64_t> pre(static_cast<size_t>(rank), 0), post(static_cast<size_t>(rank), 0);
-    std::vector<bool> seen(static_cast<size_t>(rank), false);
-    for (size_t i = 0; i < axes.size(); ++i) {
-      size_t a = static_cast<size_t>(ops::normalize_axis(ctx.node(), axes[i], rank));
-      if (seen[a]) ctx.fail("axis {} appears more than once", a);
-      seen[a] = true;
-      pre[a] = pads[i];
-      post[a] = pads[i + axes.size()];
-    }
-    std::vector<int64_t> shape = in.shape();
-    constexpr int64_t kLimit = std::numeric_limits<int64_t>::max() / 4;
-    for (size_t a = 0; a < shape.size(); ++a) {
-      if (std::abs(pre[a]) > kLimit || std::abs(post[a]) > kLimit)
-        ctx.fail("pads {} / {} are too large", pre[a], post[a]);
-      int64_t d = shape[a] + pre[a] + post[a];
-      if (d < 0)
-        ctx.fail("pads {} and {} shrink axis {} of size {} below zero", pre[a], post[a], a,
-                 shape[a]);
-      if (d > 0 && shape[a] == 0 && mode_ != data::PadMode::Constant)
-        ctx.fail("cannot pad the empty axis {} in a mode other than constant", a);
-      shape[a] = d;
-    }
+    const int64_t rank = in.rank();
+    std::optional<std::vector<int64_t>> axes;
+    if (ctx.has_input(3)) axes = int_values(ctx, 3, "axes");
+    const ops::PadGeometry g =
+        ops::pad_geometry(ctx.node(), in.shape(), int_values(ctx, 1, "pads"), axes, mode_);
+    const std::vector<int64_t>& shape = g.shape;
     uint64_t fill = 0;
-    if (mode_ == data::PadMode::Constant && ctx.has_input(2)) {
+    if (mode_ == ops::PadMode::Constant && ctx.has_input(2)) {
       const ir::Tensor& value = ctx.input(2);
       // Under --precision the host-read value stays float32 while the data is narrower.
       bool float_pair = ir::dtype_is_float(value.dtype()) && ir::dtype_is_float(in.dtype());
@@ -630,17 +551,17 @@ class PadKernel : public backends::Kernel {
     require_rank(ctx, shape.size(), "the input");
     data::PadParams p;
     p.rank = static_cast<int>(rank);
-    p.mode = mode_;
+    p.mode = static_cast<data::PadMode>(mode_);  // the same numbering
     copy_dims(p.out_dims, shape);
     copy_dims(p.in_dims, in.shape());
     copy_dims(p.in_strides, strides_of(in.shape()));
-    copy_dims(p.pre, pre);
+    copy_dims(p.pre, g.pre);
     SY_CUDA_CHECK(
         data::launch_pad(in.raw(), out.raw(), elem_size(in.dtype()), p, fill, stream_of(ctx)));
   }
 
  private:
-  data::PadMode mode_;
+  ops::PadMode mode_;
 };
 
 class TileKernel : public backends::Kernel {

@@ -666,11 +666,11 @@ cudaError_t launch_binary(EwOp op, DType dtype, const void* a, const void* b, vo
                           const EwIndexing& ix, cudaStream_t stream, int32_t* error,
                           int32_t error_code) {
   if (ix.numel == 0) return cudaSuccess;
-#define SY_BINARY(name, dispatcher)                                                          \
-  case EwOp::name:                                                                           \
-    return dispatcher(dtype, [&](auto t) {                                                   \
+#define SY_BINARY(name, dispatcher)                                                           \
+  case EwOp::name:                                                                            \
+    return dispatcher(dtype, [&](auto t) {                                                    \
       return binary_typed<EwOp::name, typename decltype(t)::type>(a, b, y, ix, stream, error, \
-                                                                  error_code);               \
+                                                                  error_code);                \
     });
   switch (op) {
     // clang-format off
