@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "backends/cpu/kernels/shape_internal.h"
+#include "ops/gather_geometry.h"
 
 namespace switchyard::cpu {
 
@@ -58,17 +59,6 @@ class GatherKernel : public backends::Kernel {
   int64_t axis_;
 };
 
-// Checks that `indices` (same rank as data) fits data on every axis but `axis`.
-void check_element_indices_shape(const KernelContext& ctx, const ir::Tensor& data,
-                                 const std::vector<int64_t>& shape, size_t axis) {
-  if (static_cast<int64_t>(shape.size()) != data.rank())
-    ctx.fail("indices have rank {}, data has rank {}", shape.size(), data.rank());
-  for (size_t k = 0; k < shape.size(); ++k)
-    if (k != axis && shape[k] > data.shape()[k])
-      ctx.fail("indices have shape {}, larger than data {} on axis {}", ir::shape_to_string(shape),
-               ir::shape_to_string(data.shape()), k);
-}
-
 // Calls fn(position, data_offset) for positions [row_begin * inner, row_end * inner) of an
 // index tensor of `shape`, where data_offset addresses data at the same coordinates with the
 // coordinate on `axis` left out (to be added from the index value).
@@ -92,7 +82,7 @@ class GatherElementsKernel : public backends::Kernel {
     if (data.rank() == 0) ctx.fail("data must have rank >= 1");
     size_t a = static_cast<size_t>(ops::normalize_axis(ctx.node(), axis_, data.rank()));
     const std::vector<int64_t>& shape = ctx.input(1).shape();
-    check_element_indices_shape(ctx, data, shape, a);
+    ops::check_element_indices_shape(ctx.node(), data.shape(), shape, a);
     std::vector<int64_t> idx = index_values(ctx, 1, static_cast<int64_t>(a), data.shape()[a]);
     ir::Tensor& out = ctx.allocate_output(0, data.dtype(), shape);
     if (out.numel() == 0) return;
@@ -122,19 +112,10 @@ class GatherNDKernel : public backends::Kernel {
   void run(KernelContext& ctx) const override {
     const ir::Tensor& data = ctx.input(0);
     const ir::Tensor& indices = ctx.input(1);
-    int64_t r = data.rank(), q = indices.rank(), b = batch_dims_;
-    if (r < 1 || q < 1) ctx.fail("data and indices must have rank >= 1");
-    if (b < 0 || b >= std::min(r, q))
-      ctx.fail("batch_dims {} must be less than both ranks ({}, {})", b, r, q);
-    int64_t m = indices.shape().back();
-    if (m < 1 || m > r - b)
-      ctx.fail("indices' last dim {} must be in [1, {}] (data rank - batch_dims)", m, r - b);
-    for (int64_t i = 0; i < b; ++i)
-      if (data.dim(i) != indices.dim(i))
-        ctx.fail("batch dim {} is {} in data and {} in indices", i, data.dim(i), indices.dim(i));
+    std::vector<int64_t> shape =
+        ops::gather_nd_shape(ctx.node(), data.shape(), indices.shape(), batch_dims_);
+    const int64_t b = batch_dims_, m = indices.shape().back();
     std::vector<int64_t> raw = int_values(ctx, 1, "indices");
-    std::vector<int64_t> shape(indices.shape().begin(), indices.shape().end() - 1);
-    shape.insert(shape.end(), data.shape().begin() + b + m, data.shape().end());
     ir::Tensor& out = ctx.allocate_output(0, data.dtype(), shape);
     size_t ub = static_cast<size_t>(b), um = static_cast<size_t>(m);
     int64_t batch = product(data.shape(), 0, ub);
@@ -239,14 +220,8 @@ class ScatterElementsKernel : public backends::Kernel {
   void run(KernelContext& ctx) const override {
     const ir::Tensor& data = ctx.input(0);
     const ir::Tensor& updates = ctx.input(2);
-    if (data.rank() == 0) ctx.fail("data must have rank >= 1");
-    size_t a = static_cast<size_t>(ops::normalize_axis(ctx.node(), axis_, data.rank()));
     const std::vector<int64_t>& shape = ctx.input(1).shape();
-    if (updates.shape() != shape)
-      ctx.fail("updates have shape {}, indices have {}", ir::shape_to_string(updates.shape()),
-               ir::shape_to_string(shape));
-    if (updates.dtype() != data.dtype()) ctx.fail("updates must have the data's dtype");
-    check_element_indices_shape(ctx, data, shape, a);
+    const size_t a = ops::check_scatter_elements(ctx.node(), data, shape, updates, axis_);
     std::vector<int64_t> idx = index_values(ctx, 1, static_cast<int64_t>(a), data.shape()[a]);
     ir::Tensor& out = ctx.allocate_output(0, data.dtype(), data.shape());
     std::vector<int64_t> ds = strides_of(data.shape());
@@ -286,15 +261,7 @@ class ScatterNDKernel : public backends::Kernel {
     const ir::Tensor& data = ctx.input(0);
     const ir::Tensor& indices = ctx.input(1);
     const ir::Tensor& updates = ctx.input(2);
-    if (indices.rank() < 1) ctx.fail("indices must have rank >= 1");
-    if (updates.dtype() != data.dtype()) ctx.fail("updates must have the data's dtype");
-    int64_t k = indices.shape().back();
-    if (k > data.rank()) ctx.fail("indices' last dim {} exceeds the data rank {}", k, data.rank());
-    std::vector<int64_t> want(indices.shape().begin(), indices.shape().end() - 1);
-    want.insert(want.end(), data.shape().begin() + k, data.shape().end());
-    if (updates.shape() != want)
-      ctx.fail("updates have shape {}, expected {}", ir::shape_to_string(updates.shape()),
-               ir::shape_to_string(want));
+    const int64_t k = ops::check_scatter_nd(ctx.node(), data, indices.shape(), updates);
     std::vector<int64_t> raw = int_values(ctx, 1, "indices");
     size_t uk = static_cast<size_t>(k);
     int64_t slice = product(data.shape(), uk, data.shape().size());

@@ -12,6 +12,7 @@
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/kernels/data_host.h"
 #include "backends/cuda/kernels/data_impl.h"
+#include "ops/gather_geometry.h"
 #include "ops/shape_inference.h"
 
 namespace switchyard::cuda {
@@ -53,17 +54,6 @@ class GatherKernel : public backends::Kernel {
   int64_t axis_;
 };
 
-// Checks that `indices` (same rank as data) fits data on every axis but `axis`.
-void check_element_indices_shape(const KernelContext& ctx, const ir::Tensor& data,
-                                 const std::vector<int64_t>& shape, size_t axis) {
-  if (static_cast<int64_t>(shape.size()) != data.rank())
-    ctx.fail("indices have rank {}, data has rank {}", shape.size(), data.rank());
-  for (size_t k = 0; k < shape.size(); ++k)
-    if (k != axis && shape[k] > data.shape()[k])
-      ctx.fail("indices have shape {}, larger than data {} on axis {}", ir::shape_to_string(shape),
-               ir::shape_to_string(data.shape()), k);
-}
-
 data::ElementsParams elements_params(const KernelContext& ctx, const ir::Tensor& data,
                                      const std::vector<int64_t>& idx_shape, size_t axis) {
   require_rank(ctx, idx_shape.size(), "data");
@@ -87,7 +77,7 @@ class GatherElementsKernel : public backends::Kernel {
     size_t a = static_cast<size_t>(ops::normalize_axis(ctx.node(), axis_, data.rank()));
     const ir::Tensor& indices = ctx.input(1);
     DType idt = index_dtype(ctx, 1);
-    check_element_indices_shape(ctx, data, indices.shape(), a);
+    ops::check_element_indices_shape(ctx.node(), data.shape(), indices.shape(), a);
     ir::Tensor& out = ctx.allocate_output(0, data.dtype(), indices.shape());
     if (out.numel() == 0) return;
     SY_CUDA_CHECK(data::launch_gather_elements(
@@ -106,19 +96,10 @@ class GatherNDKernel : public backends::Kernel {
   void run(KernelContext& ctx) const override {
     const ir::Tensor& data = ctx.input(0);
     const ir::Tensor& indices = ctx.input(1);
-    int64_t r = data.rank(), q = indices.rank(), b = batch_dims_;
-    if (r < 1 || q < 1) ctx.fail("data and indices must have rank >= 1");
-    if (b < 0 || b >= std::min(r, q))
-      ctx.fail("batch_dims {} must be less than both ranks ({}, {})", b, r, q);
-    int64_t m = indices.shape().back();
-    if (m < 1 || m > r - b)
-      ctx.fail("indices' last dim {} must be in [1, {}] (data rank - batch_dims)", m, r - b);
-    for (int64_t i = 0; i < b; ++i)
-      if (data.dim(i) != indices.dim(i))
-        ctx.fail("batch dim {} is {} in data and {} in indices", i, data.dim(i), indices.dim(i));
+    std::vector<int64_t> shape =
+        ops::gather_nd_shape(ctx.node(), data.shape(), indices.shape(), batch_dims_);
+    const int64_t b = batch_dims_, m = indices.shape().back();
     DType idt = index_dtype(ctx, 1);
-    std::vector<int64_t> shape(indices.shape().begin(), indices.shape().end() - 1);
-    shape.insert(shape.end(), data.shape().begin() + b + m, data.shape().end());
     ir::Tensor& out = ctx.allocate_output(0, data.dtype(), shape);
     if (out.numel() == 0) return;
     require_rank(ctx, static_cast<size_t>(m), "the index tuple");
@@ -195,14 +176,8 @@ class ScatterElementsKernel : public backends::Kernel {
     const ir::Tensor& data = ctx.input(0);
     const ir::Tensor& indices = ctx.input(1);
     const ir::Tensor& updates = ctx.input(2);
-    if (data.rank() == 0) ctx.fail("data must have rank >= 1");
-    size_t a = static_cast<size_t>(ops::normalize_axis(ctx.node(), axis_, data.rank()));
     const std::vector<int64_t>& shape = indices.shape();
-    if (updates.shape() != shape)
-      ctx.fail("updates have shape {}, indices have {}", ir::shape_to_string(updates.shape()),
-               ir::shape_to_string(shape));
-    if (updates.dtype() != data.dtype()) ctx.fail("updates must have the data's dtype");
-    check_element_indices_shape(ctx, data, shape, a);
+    const size_t a = ops::check_scatter_elements(ctx.node(), data, shape, updates, axis_);
     DType idt = index_dtype(ctx, 1);
     if (reduction_ != data::Reduction::None && data.dtype() == DType::Bool)
       ctx.fail("reduction needs a numeric dtype, got bool");
@@ -227,15 +202,7 @@ class ScatterNDKernel : public backends::Kernel {
     const ir::Tensor& data = ctx.input(0);
     const ir::Tensor& indices = ctx.input(1);
     const ir::Tensor& updates = ctx.input(2);
-    if (indices.rank() < 1) ctx.fail("indices must have rank >= 1");
-    if (updates.dtype() != data.dtype()) ctx.fail("updates must have the data's dtype");
-    int64_t k = indices.shape().back();
-    if (k > data.rank()) ctx.fail("indices' last dim {} exceeds the data rank {}", k, data.rank());
-    std::vector<int64_t> want(indices.shape().begin(), indices.shape().end() - 1);
-    want.insert(want.end(), data.shape().begin() + k, data.shape().end());
-    if (updates.shape() != want)
-      ctx.fail("updates have shape {}, expected {}", ir::shape_to_string(updates.shape()),
-               ir::shape_to_string(want));
+    const int64_t k = ops::check_scatter_nd(ctx.node(), data, indices.shape(), updates);
     DType idt = index_dtype(ctx, 1);
     if (reduction_ != data::Reduction::None && data.dtype() == DType::Bool)
       ctx.fail("reduction needs a numeric dtype, got bool");
