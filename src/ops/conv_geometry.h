@@ -151,4 +151,28 @@ inline WindowGeometry window_geometry(const WindowAttrs& a, const std::vector<in
   return g;
 }
 
+/// A forward convolution resolved for concrete X [N, C, in...] and W [M, C/group, k...].
+struct ConvDims {
+  int64_t batch = 0;
+  int64_t in_channels = 0;
+  int64_t out_channels = 0;
+  int64_t group = 1;
+  std::vector<int64_t> in, kernel, out, strides, dilations, pad_begin, pad_end;
+
+  int64_t in_size() const;                 ///< product of input spatial dims
+  int64_t out_size() const;                ///< product of output spatial dims
+  int64_t kernel_size() const;             ///< product of kernel dims
+  std::vector<int64_t> out_shape() const;  ///< [N, M, out...]
+  bool symmetric_pads() const { return pad_begin == pad_end; }
+};
+
+/// The node's `group` attribute (default 1); throws InvalidModel naming the node when below 1.
+int64_t read_group(const ir::Node& node);
+
+/// Validates X's and W's shapes against each other, `group` and the node's window attributes
+/// (InvalidArgument naming the node on a mismatch, the same words on every device) and resolves
+/// the output size and pads.
+ConvDims conv_dims(const ir::Node& node, const std::vector<int64_t>& x,
+                   const std::vector<int64_t>& w, int64_t group);
+
 }  // namespace switchyard::ops

@@ -49,53 +49,9 @@ std::vector<int64_t> window_offsets(const ConvDims& d, InputIndex input_index) {
 
 }  // namespace
 
-int64_t ConvDims::in_size() const { return product(in); }
-int64_t ConvDims::out_size() const { return product(out); }
-int64_t ConvDims::kernel_size() const { return product(kernel); }
-
-std::vector<int64_t> ConvDims::out_shape() const {
-  std::vector<int64_t> s = {batch, out_channels};
-  s.insert(s.end(), out.begin(), out.end());
-  return s;
-}
-
 ConvDims forward_conv_dims(const backends::KernelContext& ctx, const ir::Tensor& x,
                            const ir::Tensor& w, int64_t group) {
-  if (x.rank() < 3)
-    ctx.fail("input X has shape {}, expected rank >= 3", ir::shape_to_string(x.shape()));
-  if (w.rank() != x.rank())
-    ctx.fail("weight W has shape {}, expected rank {} like X {}", ir::shape_to_string(w.shape()),
-             x.rank(), ir::shape_to_string(x.shape()));
-  ConvDims d;
-  d.batch = x.dim(0);
-  d.in_channels = x.dim(1);
-  d.out_channels = w.dim(0);
-  d.group = group;
-  if (d.out_channels % group != 0)
-    ctx.fail("weight W has {} output channels, not divisible by group {}", d.out_channels, group);
-  if (w.dim(1) * group != d.in_channels)
-    ctx.fail("input X has {} channels, expected {} (weight W {} x group {})", d.in_channels,
-             w.dim(1) * group, w.dim(1), group);
-  d.in = tail(x.shape(), 2);
-  ops::WindowAttrs a = ops::read_window_attrs(ctx.node(), tail(w.shape(), 2));
-  ops::WindowGeometry geo = ops::window_geometry(a, d.in);
-  for (size_t i = 0; i < geo.out.size(); ++i)
-    if (geo.out[i] < 1)
-      ctx.fail("the kernel (extent {}) does not fit spatial dim {} of size {} with its pads",
-               (a.kernel[i] - 1) * a.dilations[i] + 1, i, d.in[i]);
-  d.kernel = a.kernel;
-  d.out = geo.out;
-  d.strides = a.strides;
-  d.dilations = a.dilations;
-  d.pad_begin = geo.pad_begin;
-  d.pad_end = geo.pad_end;
-  return d;
-}
-
-int64_t read_group(const ir::Node& node) {
-  int64_t group = node.attr_int("group", 1);
-  SY_CHECK(group >= 1, InvalidModel, "{}: group must be >= 1, got {}", node.describe(), group);
-  return group;
+  return ops::conv_dims(ctx.node(), x.shape(), w.shape(), group);
 }
 
 std::vector<int64_t> conv_input_offsets(const ConvDims& d) {

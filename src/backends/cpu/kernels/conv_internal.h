@@ -10,21 +10,8 @@
 namespace switchyard::cpu {
 
 /// Concrete dims of one forward convolution call.
-struct ConvDims {
-  int64_t batch = 0;
-  int64_t in_channels = 0;
-  int64_t out_channels = 0;
-  int64_t group = 1;
-  std::vector<int64_t> in, kernel, out, strides, dilations, pad_begin, pad_end;
-
-  int64_t in_size() const;                 ///< product of input spatial dims
-  int64_t out_size() const;                ///< product of output spatial dims
-  int64_t kernel_size() const;             ///< product of kernel dims
-  std::vector<int64_t> out_shape() const;  ///< [N, M, out...]
-};
-
-/// The node's `group` attribute (default 1); throws InvalidModel naming the node when below 1.
-int64_t read_group(const ir::Node& node);
+using ops::ConvDims;
+using ops::read_group;
 
 /// Validates x [N, C, in...] and w [M, C/group, k...] against each other and the node's window
 /// attributes; fails (InvalidArgument naming the node) on mismatches.

@@ -65,59 +65,17 @@ int64_t product(const std::vector<int64_t>& v) {
   return std::accumulate(v.begin(), v.end(), int64_t{1}, std::multiplies<int64_t>());
 }
 
-std::vector<int64_t> tail(const std::vector<int64_t>& v, size_t from) {
-  return std::vector<int64_t>(v.begin() + static_cast<std::ptrdiff_t>(from), v.end());
-}
-
 // Concrete geometry of one call.
-struct ConvGeometry {
-  int64_t batch = 0, in_channels = 0, out_channels = 0, group = 1;
-  std::vector<int64_t> in, kernel, out, strides, dilations, pad_begin, pad_end;
-
-  std::vector<int64_t> out_shape() const {
-    std::vector<int64_t> s = {batch, out_channels};
-    s.insert(s.end(), out.begin(), out.end());
-    return s;
-  }
-  bool symmetric_pads() const { return pad_begin == pad_end; }
-};
+using ConvGeometry = ops::ConvDims;
 
 // Validates x [N, C, in...] and w [M, C/group, k...] against each other and the node's window
-// attributes (the same checks and messages as the CPU kernel).
+// attributes (ops/conv_geometry, shared with the CPU kernel).
 ConvGeometry conv_geometry(const KernelContext& ctx, const ir::Tensor& x, const ir::Tensor& w,
                            int64_t group) {
-  if (x.rank() < 3)
-    ctx.fail("input X has shape {}, expected rank >= 3", ir::shape_to_string(x.shape()));
-  if (w.rank() != x.rank())
-    ctx.fail("weight W has shape {}, expected rank {} like X {}", ir::shape_to_string(w.shape()),
-             x.rank(), ir::shape_to_string(x.shape()));
   if (x.rank() > 5)
     ctx.fail("input X has shape {}, the CUDA kernel takes 1 to 3 spatial dims",
              ir::shape_to_string(x.shape()));
-  ConvGeometry g;
-  g.batch = x.dim(0);
-  g.in_channels = x.dim(1);
-  g.out_channels = w.dim(0);
-  g.group = group;
-  if (g.out_channels % group != 0)
-    ctx.fail("weight W has {} output channels, not divisible by group {}", g.out_channels, group);
-  if (w.dim(1) * group != g.in_channels)
-    ctx.fail("input X has {} channels, expected {} (weight W {} x group {})", g.in_channels,
-             w.dim(1) * group, w.dim(1), group);
-  g.in = tail(x.shape(), 2);
-  ops::WindowAttrs a = ops::read_window_attrs(ctx.node(), tail(w.shape(), 2));
-  ops::WindowGeometry geo = ops::window_geometry(a, g.in);
-  for (size_t i = 0; i < geo.out.size(); ++i)
-    if (geo.out[i] < 1)
-      ctx.fail("the kernel (extent {}) does not fit spatial dim {} of size {} with its pads",
-               (a.kernel[i] - 1) * a.dilations[i] + 1, i, g.in[i]);
-  g.kernel = a.kernel;
-  g.out = geo.out;
-  g.strides = a.strides;
-  g.dilations = a.dilations;
-  g.pad_begin = geo.pad_begin;
-  g.pad_end = geo.pad_end;
-  return g;
+  return ops::conv_dims(ctx.node(), x.shape(), w.shape(), group);
 }
 
 ConvActivation parse_activation(const ir::Node& node) {
@@ -385,7 +343,7 @@ struct VariantPackGuard {
 class ConvKernel : public backends::Kernel {
  public:
   explicit ConvKernel(const backends::KernelInit& init)
-      : group_(init.node.attr_int("group", 1)),
+      : group_(ops::read_group(init.node)),
         activation_(parse_activation(init.node)),
         constant_weights_(init.node.input(1) && init.node.input(1)->is_constant()) {
     SY_CHECK(group_ >= 1, InvalidModel, "{}: group must be >= 1, got {}", init.node.describe(),
