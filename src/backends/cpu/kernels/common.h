@@ -14,6 +14,7 @@
 
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/executor.h"
+#include "ops/reduce_geometry.h"
 #include "ops/shape_inference.h"
 
 namespace switchyard::cpu {
@@ -198,15 +199,7 @@ void for_each_window_tap(const std::vector<int64_t>& out, const std::vector<int6
 /// (InvalidArgument naming the node) on an axis out of range or given twice.
 inline std::vector<bool> axes_mask(const backends::KernelContext& ctx,
                                    const std::vector<int64_t>& axes, int64_t rank) {
-  std::vector<bool> mask(static_cast<size_t>(rank), false);
-  for (int64_t axis : axes) {
-    if (axis < -rank || axis >= rank)
-      ctx.fail("axis {} is out of range for an input of rank {}", axis, rank);
-    size_t k = static_cast<size_t>(axis < 0 ? axis + rank : axis);
-    if (mask[k]) ctx.fail("axis {} appears more than once in axes", axis);
-    mask[k] = true;
-  }
-  return mask;
+  return ops::axes_mask(ctx.node(), axes, rank);
 }
 
 /// A row-major tensor split into reduced and kept dims: the offsets of the elements of one

@@ -1,8 +1,10 @@
 // CPU kernels of the reduce family: Reduce* (axes as an optional input), ArgMax/ArgMin and
 // CumSum. Floats accumulate in float (double for double), integers in 64 bits with wrap-around.
 #include <limits>
+#include <optional>
 
 #include "backends/cpu/kernels/common.h"
+#include "ops/reduce_geometry.h"
 
 namespace switchyard::cpu {
 
@@ -291,7 +293,7 @@ void reduce_tensor(const T* in, T* out, const std::vector<int64_t>& shape,
 // Which dims of a rank-`rank` input the axes input selects (all of them when absent or empty,
 // none when empty and noop_with_empty_axes is set).
 std::vector<bool> reduced_dims(const backends::KernelContext& ctx, int64_t rank, bool noop) {
-  std::vector<int64_t> axes;
+  std::optional<std::vector<int64_t>> axes;
   if (ctx.has_input(1)) {
     const ir::Tensor& a = ctx.input(1);
     if (a.dtype() != DType::Int64 || a.rank() != 1)
@@ -299,8 +301,7 @@ std::vector<bool> reduced_dims(const backends::KernelContext& ctx, int64_t rank,
                ir::shape_to_string(a.shape()));
     axes = a.to_int_vector();
   }
-  if (axes.empty()) return std::vector<bool>(static_cast<size_t>(rank), !noop);
-  return axes_mask(ctx, axes, rank);
+  return ops::reduced_dims(ctx.node(), rank, axes, noop);
 }
 
 template <template <typename> class Op, typename Types>
@@ -313,14 +314,7 @@ class ReduceKernel : public backends::Kernel {
   void run(backends::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
     std::vector<bool> reduced = reduced_dims(ctx, x.rank(), noop_);
-    std::vector<int64_t> out_shape;
-    for (size_t i = 0; i < reduced.size(); ++i) {
-      if (!reduced[i]) {
-        out_shape.push_back(x.shape()[i]);
-      } else if (keepdims_) {
-        out_shape.push_back(1);
-      }
-    }
+    std::vector<int64_t> out_shape = ops::reduced_shape(x.shape(), reduced, keepdims_);
     ir::Tensor& y = ctx.allocate_output(0, x.dtype(), out_shape);
     dispatch(Types{}, x.dtype(), ctx.node(), [&](auto tag) {
       using T = decltype(tag);
@@ -372,14 +366,9 @@ class ArgReduceKernel : public backends::Kernel {
     const ir::Tensor& x = ctx.input(0);
     if (x.rank() == 0) ctx.fail("input must have rank >= 1");
     int64_t axis = ops::normalize_axis(ctx.node(), axis_, x.rank());
-    std::vector<int64_t> out_shape;
-    for (int64_t i = 0; i < x.rank(); ++i) {
-      if (i != axis) {
-        out_shape.push_back(x.dim(i));
-      } else if (keepdims_) {
-        out_shape.push_back(1);
-      }
-    }
+    std::vector<bool> along(static_cast<size_t>(x.rank()), false);
+    along[static_cast<size_t>(axis)] = true;
+    std::vector<int64_t> out_shape = ops::reduced_shape(x.shape(), along, keepdims_);
     AxisSplit s = split_at(x.shape(), axis);
     ir::Tensor& y = ctx.allocate_output(0, DType::Int64, out_shape);
     if (y.numel() == 0) return;

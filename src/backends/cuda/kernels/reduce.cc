@@ -10,10 +10,12 @@
 #include <algorithm>
 #include <climits>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "backends/cuda/cuda_context.h"
 #include "backends/cuda/cuda_kernels.h"
+#include "ops/reduce_geometry.h"
 #include "ops/shape_inference.h"
 
 namespace switchyard::cuda {
@@ -44,7 +46,7 @@ Support rank_fits(const ir::Node& node) {
 // Which dims the axes input selects: all of them when absent or empty, none when empty and
 // noop_with_empty_axes is set.
 std::vector<bool> reduced_dims(const KernelContext& ctx, int64_t rank, bool noop) {
-  std::vector<int64_t> axes;
+  std::optional<std::vector<int64_t>> axes;
   if (ctx.has_input(1)) {
     const ir::Tensor& a = ctx.input(1);
     if (a.dtype() != DType::Int64 || a.rank() != 1)
@@ -52,16 +54,7 @@ std::vector<bool> reduced_dims(const KernelContext& ctx, int64_t rank, bool noop
                ir::shape_to_string(a.shape()));
     axes = read_ints(ctx, 1);
   }
-  if (axes.empty()) return std::vector<bool>(static_cast<size_t>(rank), !noop);
-  std::vector<bool> mask(static_cast<size_t>(rank), false);
-  for (int64_t axis : axes) {
-    if (axis < -rank || axis >= rank)
-      ctx.fail("axis {} is out of range for an input of rank {}", axis, rank);
-    size_t k = static_cast<size_t>(axis < 0 ? axis + rank : axis);
-    if (mask[k]) ctx.fail("axis {} appears more than once in axes", axis);
-    mask[k] = true;
-  }
-  return mask;
+  return ops::reduced_dims(ctx.node(), rank, axes, noop);
 }
 
 // The reduction's layout: dims of size 1 dropped and neighbours of the same kind merged, so
@@ -131,14 +124,7 @@ class ReduceKernel : public backends::Kernel {
   void run(KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
     std::vector<bool> reduced = reduced_dims(ctx, x.rank(), noop_);
-    std::vector<int64_t> out_shape;
-    for (size_t i = 0; i < reduced.size(); ++i) {
-      if (!reduced[i]) {
-        out_shape.push_back(x.shape()[i]);
-      } else if (keepdims_) {
-        out_shape.push_back(1);
-      }
-    }
+    std::vector<int64_t> out_shape = ops::reduced_shape(x.shape(), reduced, keepdims_);
     ir::Tensor& y = ctx.allocate_output(0, x.dtype(), out_shape);
     if (y.numel() == 0) return;
     ReduceShape s = reduce_shape(ctx, x.shape(), reduced);
@@ -176,14 +162,9 @@ class ArgReduceKernel : public backends::Kernel {
     const ir::Tensor& x = ctx.input(0);
     if (x.rank() == 0) ctx.fail("input must have rank >= 1");
     int64_t axis = ops::normalize_axis(ctx.node(), axis_, x.rank());
-    std::vector<int64_t> out_shape;
-    for (int64_t i = 0; i < x.rank(); ++i) {
-      if (i != axis) {
-        out_shape.push_back(x.dim(i));
-      } else if (keepdims_) {
-        out_shape.push_back(1);
-      }
-    }
+    std::vector<bool> along(static_cast<size_t>(x.rank()), false);
+    along[static_cast<size_t>(axis)] = true;
+    std::vector<int64_t> out_shape = ops::reduced_shape(x.shape(), along, keepdims_);
     AxisSplit s = split_at(x, axis);
     ir::Tensor& y = ctx.allocate_output(0, DType::Int64, out_shape);
     if (y.numel() == 0) return;
