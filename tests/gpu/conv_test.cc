@@ -168,9 +168,10 @@ struct ConvChain {
   bool bias = true;
   bool channel_add = false;
   bool residual = false;
-  bool residual_first = false;  // Add(r, y) instead of Add(y, r)
-  std::string activation;       // "", "Relu", "Sigmoid", "Tanh"
-  bool expose_conv = false;     // the Conv output is a graph output too (no fusion then)
+  bool residual_first = false;            // Add(r, y) instead of Add(y, r)
+  std::string activation;                 // "", "Relu", "Sigmoid", "Tanh", "Clip"
+  double clip_lo = -0.25, clip_hi = 1.0;  // both bounds bite on these values
+  bool expose_conv = false;               // the Conv output is a graph output too (no fusion then)
 };
 
 std::vector<int64_t> chain_out_shape(const ConvChain& s) {
@@ -205,7 +206,13 @@ std::unique_ptr<ir::Graph> conv_chain_graph(const ConvChain& s, uint64_t seed) {
         s.residual_first ? std::vector<ir::Value*>{r, y} : std::vector<ir::Value*>{y, r};
     y = g->add_node("Add", "add_r", in, {"y_r"})->output(0);
   }
-  if (!s.activation.empty()) y = g->add_node(s.activation, "act", {y}, {"y_act"})->output(0);
+  if (s.activation == "Clip") {
+    ir::Value* lo = g->add_constant("lo", tensor_of(DType::Float32, {}, {s.clip_lo}));
+    ir::Value* hi = g->add_constant("hi", tensor_of(DType::Float32, {}, {s.clip_hi}));
+    y = g->add_node("Clip", "act", {y, lo, hi}, {"y_act"})->output(0);
+  } else if (!s.activation.empty()) {
+    y = g->add_node(s.activation, "act", {y}, {"y_act"})->output(0);
+  }
   outputs.push_back(y);
   for (ir::Value* v : outputs) g->add_output(v);
   return g;
@@ -251,7 +258,7 @@ void expect_conv_chain_matches_cpu(const ConvChain& s, uint64_t seed, double rto
 TEST(CudaConvFusion, BiasResidualAndActivations) {
   SY_SKIP_WITHOUT_GPU();
   uint64_t seed = 900;
-  for (const char* act : {"", "Relu", "Sigmoid", "Tanh"}) {
+  for (const char* act : {"", "Relu", "Sigmoid", "Tanh", "Clip"}) {
     for (int form = 0; form < 4; ++form) {
       ConvChain s;
       s.bias = form != 1;
@@ -277,11 +284,13 @@ TEST(CudaConvFusion, ResnetBottleneckAndDepthwise) {
   bottleneck.activation = "Relu";
   expect_conv_chain_matches_cpu(bottleneck, 950, 1e-4, 1e-4, "fp32", /*expect_fused=*/true);
   expect_conv_chain_matches_cpu(bottleneck, 951, 2e-2, 2e-2, "fp16");
-  ConvChain depthwise;  // mobilenet_v2: depthwise 3x3 + Relu (Relu6 is a Clip, not fused)
+  ConvChain depthwise;  // mobilenet_v2: depthwise 3x3 + ReLU6 (Clip(0, 6))
   depthwise.x = {1, 32, 11, 11};
   depthwise.out_channels = 32;
   depthwise.group = 32;
-  depthwise.activation = "Relu";
+  depthwise.activation = "Clip";
+  depthwise.clip_lo = 0;  // ReLU6
+  depthwise.clip_hi = 6;
   expect_conv_chain_matches_cpu(depthwise, 960, 1e-4, 1e-4, "fp32", /*expect_fused=*/true);
   expect_conv_chain_matches_cpu(depthwise, 961, 2e-2, 2e-2, "bf16");
 }

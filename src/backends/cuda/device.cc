@@ -1,5 +1,8 @@
 #include "backends/cuda/device.h"
 
+#include <omp.h>
+
+#include <algorithm>
 #include <cstring>
 #include <map>
 
@@ -9,7 +12,25 @@ namespace switchyard::cuda {
 
 namespace {
 constexpr size_t kWorkspaceBytes = size_t{32} << 20;  // cuBLASLt / cuDNN scratch per stream
-constexpr size_t kStagingBytes = size_t{8} << 20;     // per pinned staging buffer
+constexpr size_t kStagingBytes = size_t{32} << 20;    // per pinned staging buffer
+constexpr size_t kCopyPiece = size_t{4} << 20;        // the least one copy thread moves
+
+// memcpy of one staging chunk, split over up to half the host's cores for large chunks: one
+// core moves pageable memory at ~8 GB/s, the DMA from pinned memory several times that.
+void parallel_memcpy(void* dst, const void* src, size_t n) {
+  static const int max_threads = std::clamp(omp_get_num_procs() / 2, 1, 8);
+  const int pieces = static_cast<int>(std::min<size_t>(max_threads, n / kCopyPiece));
+  if (pieces <= 1) {
+    std::memcpy(dst, src, n);
+    return;
+  }
+#pragma omp parallel for num_threads(pieces) schedule(static)
+  for (int i = 0; i < pieces; ++i) {
+    const size_t b = n * static_cast<size_t>(i) / static_cast<size_t>(pieces);
+    const size_t e = n * static_cast<size_t>(i + 1) / static_cast<size_t>(pieces);
+    std::memcpy(static_cast<char*>(dst) + b, static_cast<const char*>(src) + b, e - b);
+  }
+}
 
 std::string format_uuid(const cudaUUID_t& u) {
   const auto* b = reinterpret_cast<const unsigned char*>(u.bytes);
@@ -109,7 +130,7 @@ void DeviceState::copy_from_host(void* dst, const void* src, size_t bytes) {
     size_t n = std::min(kStagingBytes, bytes - offset);
     // Wait until the DMA that last read this buffer is done, then refill it.
     if (used[k]) SY_CUDA_CHECK(cudaEventSynchronize(done_[k]));
-    std::memcpy(pinned_[k], static_cast<const char*>(src) + offset, n);
+    parallel_memcpy(pinned_[k], static_cast<const char*>(src) + offset, n);
     SY_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(dst) + offset, pinned_[k], n,
                                   cudaMemcpyHostToDevice, copy_stream_));
     SY_CUDA_CHECK(cudaEventRecord(done_[k], copy_stream_));
@@ -140,7 +161,7 @@ void DeviceState::copy_to_host(void* dst, const void* src, size_t bytes) {
   auto drain = [&](int b) {
     if (!pending[b]) return;
     SY_CUDA_CHECK(cudaEventSynchronize(done_[b]));
-    std::memcpy(static_cast<char*>(dst) + pending_at[b], pinned_[b], pending[b]);
+    parallel_memcpy(static_cast<char*>(dst) + pending_at[b], pinned_[b], pending[b]);
     pending[b] = 0;
   };
   while (offset < bytes) {

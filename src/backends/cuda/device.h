@@ -76,7 +76,8 @@ class DeviceState {
   void return_stream(std::unique_ptr<StreamSlot> slot);
 
   /// Host→device copy of `bytes` from pageable host memory through pinned staging buffers
-  /// (double-buffered, so the host memcpy overlaps the DMA). Synchronous.
+  /// (double-buffered, so the host memcpy overlaps the DMA; a large chunk's memcpy is split over
+  /// several host threads). Synchronous.
   void copy_from_host(void* dst, const void* src, size_t bytes);
   /// Copy from another GPU's memory (`from`) into this one's, on this device's copy stream.
   /// Synchronous: partitions run on non-blocking streams, which would not wait for a copy on

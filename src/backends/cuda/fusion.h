@@ -2,8 +2,9 @@
 // CudaBackend::compile). A fused node keeps its op type and gains internal attributes and
 // inputs that only the CUDA kernels read:
 //
-//   attribute "_sy_activation" (string): "Relu", "Gelu" (erf form), "Sigmoid", "Tanh" —
-//       applied to the node's result after bias/residual.
+//   attribute "_sy_activation" (string): "Relu", "Gelu" (erf form), "Sigmoid", "Tanh", "Clip"
+//       (Conv only, bounds in "_sy_clip_min" / "_sy_clip_max") — applied to the node's result
+//       after bias/residual.
 //   Conv: optional input 3 = residual Z (same shape as Y): Y = act(conv(X, W) + B + Z).
 //   MatMul: optional input 2 = bias (1-D, length N): Y = act(A @ B + bias).
 //   Gemm: "_sy_activation" only (C already is its bias).

@@ -84,6 +84,7 @@ ConvActivation parse_activation(const ir::Node& node) {
   if (name == "Relu") return ConvActivation::Relu;
   if (name == "Sigmoid") return ConvActivation::Sigmoid;
   if (name == "Tanh") return ConvActivation::Tanh;
+  if (name == "Clip") return ConvActivation::Clip;
   SY_THROW(Unsupported, "{}: fused activation '{}' is not supported by the CUDA Conv kernel",
            node.describe(), name);
 }
@@ -160,6 +161,7 @@ struct EpilogueShape {
   bool bias = false;
   bool residual = false;
   ConvActivation activation = ConvActivation::None;
+  float clip_lo = 0, clip_hi = 0;  // activation Clip
   bool any() const { return bias || residual || activation != ConvActivation::None; }
 };
 
@@ -268,12 +270,20 @@ void build_graph(ConvPlan& plan, cudnnHandle_t handle, DType dtype, int64_t alig
   ops.push_back(&descs.back());
 
   // One pointwise operation: out = mode(in, operand) (operand null for unary modes).
-  auto pointwise = [&](cudnnPointwiseMode_t pw_mode, const CudnnDescriptor* operand) {
+  // A clipped ReLU (Clip) passes its bounds.
+  auto pointwise = [&](cudnnPointwiseMode_t pw_mode, const CudnnDescriptor* operand,
+                       const double* clip = nullptr) {
     CudnnDescriptor pw(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
     pw.set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &pw_mode,
            "setting a pointwise mode");
     pw.set_data_type(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_DATA_FLOAT,
                      "setting a pointwise precision");
+    if (clip) {
+      pw.set(CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP, CUDNN_TYPE_DOUBLE, 1, &clip[0],
+             "setting a clipped ReLU's lower bound");
+      pw.set(CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP, CUDNN_TYPE_DOUBLE, 1, &clip[1],
+             "setting a clipped ReLU's upper bound");
+    }
     pw.finalize("finalizing a pointwise descriptor");
     descs.push_back(std::move(pw));
     const CudnnDescriptor& pw_desc = descs.back();
@@ -315,6 +325,11 @@ void build_graph(ConvPlan& plan, cudnnHandle_t handle, DType dtype, int64_t alig
       case ConvActivation::Tanh:
         pointwise(CUDNN_POINTWISE_TANH_FWD, nullptr);
         break;
+      case ConvActivation::Clip: {
+        const double clip[2] = {epilogue.clip_lo, epilogue.clip_hi};
+        pointwise(CUDNN_POINTWISE_RELU_FWD, nullptr, clip);
+        break;
+      }
       case ConvActivation::None:
         break;
     }
@@ -345,6 +360,8 @@ class ConvKernel : public backends::Kernel {
   explicit ConvKernel(const backends::KernelInit& init)
       : group_(ops::read_group(init.node)),
         activation_(parse_activation(init.node)),
+        clip_lo_(init.node.attr_float("_sy_clip_min", 0.0f)),
+        clip_hi_(init.node.attr_float("_sy_clip_max", 0.0f)),
         constant_weights_(init.node.input(1) && init.node.input(1)->is_constant()) {
     SY_CHECK(group_ >= 1, InvalidModel, "{}: group must be >= 1, got {}", init.node.describe(),
              group_);
@@ -360,7 +377,7 @@ class ConvKernel : public backends::Kernel {
     if (x.dtype() != DType::Float32 && x.dtype() != DType::Float16 && x.dtype() != DType::BFloat16)
       ctx.fail("dtype {} is not supported by the CUDA Conv kernel", ir::dtype_name(x.dtype()));
     CudaRunContext& rc = run_context(ctx);
-    EpilogueShape epilogue{b != nullptr, z != nullptr, activation_};
+    EpilogueShape epilogue{b != nullptr, z != nullptr, activation_, clip_lo_, clip_hi_};
 
     int64_t alignment = std::min(alignment_of(x.raw()), alignment_of(w.raw()));
     if (b) alignment = std::min(alignment, alignment_of(b->raw()));
@@ -384,7 +401,8 @@ class ConvKernel : public backends::Kernel {
     const ConvGeometry& g = plan->geo;
     const int64_t out_size = product(g.out);
     cudaStream_t stream = rc.stream;
-    ConvEpilogue full{b ? b->raw() : nullptr, z ? z->raw() : nullptr, activation_};
+    ConvEpilogue full{b ? b->raw() : nullptr, z ? z->raw() : nullptr, activation_, clip_lo_,
+                      clip_hi_};
     if (!plan->has_conv) {
       // No input channels: the result is the epilogue applied to zeros.
       SY_CUDA_CHECK(cudaMemsetAsync(y.raw(), 0, y.nbytes(), stream));
@@ -570,6 +588,7 @@ class ConvKernel : public backends::Kernel {
 
   int64_t group_;
   ConvActivation activation_;
+  float clip_lo_, clip_hi_;  // activation Clip
   bool constant_weights_;
   mutable std::mutex mutex_;
   mutable std::map<std::vector<int64_t>, std::shared_ptr<const ConvPlan>> plans_;

@@ -46,8 +46,18 @@ struct FloatLoad {
   }
 };
 
-__device__ __forceinline__ float activate(float v, ConvActivation act) {
-  switch (act) {
+// The activation as the kernels apply it.
+struct ActParams {
+  ConvActivation kind;
+  float lo, hi;  // Clip's bounds
+};
+
+ActParams act_params(const ConvEpilogue& e) { return {e.activation, e.clip_lo, e.clip_hi}; }
+
+__device__ __forceinline__ float activate(float v, const ActParams& act) {
+  switch (act.kind) {
+    case ConvActivation::Clip:
+      return fminf(fmaxf(v, act.lo), act.hi);
     case ConvActivation::Relu:
       return v > 0.f ? v : 0.f;
     case ConvActivation::Sigmoid:
@@ -63,7 +73,7 @@ __device__ __forceinline__ float activate(float v, ConvActivation act) {
 // Output element i of channel c of an NCHW result: act(v + bias[c] + residual[i]).
 template <typename T>
 __device__ __forceinline__ T finish(float v, int64_t i, int64_t c, const T* bias, const T* residual,
-                                    ConvActivation act) {
+                                    const ActParams& act) {
   if (bias) v += to_float(bias[c]);
   if (residual) v += to_float(residual[i]);
   return from_float<T>(activate(v, act));
@@ -75,7 +85,7 @@ struct EpilogueStore {
   T* y;
   const T* bias;
   const T* residual;
-  ConvActivation act;
+  ActParams act;
   int64_t rows, cols;
   __device__ void operator()(int64_t b, int64_t channel, int64_t s, float v) const {
     int64_t i = (b * cols + channel) * rows + s;
@@ -126,7 +136,7 @@ cudaError_t launch_tiled(int64_t batch, int64_t rows, int64_t cols, Load load, S
 
 template <typename T>
 __global__ void epilogue_nchw_kernel(T* y, int64_t total, int64_t channels, int64_t spatial,
-                                     const T* bias, const T* residual, ConvActivation act) {
+                                     const T* bias, const T* residual, ActParams act) {
   SY_GRID_STRIDE(i, total) {
     int64_t c = (i / spatial) % channels;
     y[i] = finish(to_float(y[i]), i, c, bias, residual, act);
@@ -227,7 +237,7 @@ cudaError_t launch_conv_epilogue_nchw(DType dtype, void* y, int64_t batch, int64
   return SY_DISPATCH_FLOAT(dtype, T, {
     epilogue_nchw_kernel<T><<<dev::blocks_for(total), dev::kThreads, 0, stream>>>(
         static_cast<T*>(y), total, channels, spatial_size, static_cast<const T*>(epilogue.bias),
-        static_cast<const T*>(epilogue.residual), epilogue.activation);
+        static_cast<const T*>(epilogue.residual), act_params(epilogue));
     return cudaGetLastError();
   });
 }
@@ -242,7 +252,7 @@ cudaError_t launch_conv_epilogue_from_nhwc(DType dtype, const void* conv, void* 
     EpilogueStore<T> store{static_cast<T*>(y),
                            static_cast<const T*>(epilogue.bias),
                            static_cast<const T*>(epilogue.residual),
-                           epilogue.activation,
+                           act_params(epilogue),
                            spatial_size,
                            channels};
     return launch_tiled<float>(batch, spatial_size, channels, load, store, stream);

@@ -1,11 +1,14 @@
 // fuse_conv_epilogues (fusion.h): on a CUDA partition's private graph, folds the chains
-//   Conv -> Add(bias) / Add(residual) -> Relu | Sigmoid | Tanh
+//   Conv -> Add(bias) / Add(residual) -> Relu | Sigmoid | Tanh | Clip
 // into one Conv node that the CUDA Conv kernel runs as Y = act(conv(X, W) + B + Z): an Add of
 // a per-channel constant ([K,1,1], [1,K,1,1], a scalar) is folded into B, an Add of a tensor of
 // the conv output's shape becomes the residual input Z (input 3), and the activation becomes
-// the "_sy_activation" attribute. resnet50's bottleneck (conv+bn folded by the exporter) gives
-// Conv -> Relu and Conv -> Add -> Relu. A node is absorbed only when the value it reads from
-// the chain has that node as its one reader and is not a graph output.
+// the "_sy_activation" attribute — for a Clip whose bounds are constant scalars (or absent),
+// with "_sy_clip_min" / "_sy_clip_max" (mobilenet_v2's ReLU6 is Clip(0, 6)). resnet50's
+// bottleneck (conv+bn folded by the exporter) gives Conv -> Relu and Conv -> Add -> Relu. A node is
+// absorbed only when the value it reads from the chain has that node as its one reader and is not a
+// graph output.
+#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
@@ -101,7 +104,17 @@ struct Chain {
   std::optional<std::vector<double>> bias;  // the folded B (conv bias plus added constants)
   ir::Value* residual = nullptr;
   std::string activation;
+  float clip_lo = 0, clip_hi = 0;  // activation "Clip"
 };
+
+// Clip's bound at input `i` as a float: `fallback` when absent, nullopt when it is not a
+// constant scalar.
+std::optional<float> clip_bound(const ir::Node& clip, size_t i, float fallback) {
+  const ir::Value* v = clip.input(i);
+  if (!v) return fallback;
+  if (!v->is_constant() || v->constant().numel() != 1) return std::nullopt;
+  return static_cast<float>(v->constant().scalar_as_double());
+}
 
 // Follows the chain below `conv`; empty `absorbed` when nothing can be fused.
 Chain find_chain(const ir::Graph& g, ir::Node* conv) {
@@ -150,6 +163,16 @@ Chain find_chain(const ir::Graph& g, ir::Node* conv) {
         chain.absorbed.push_back(n);
         break;
       }
+    if (chain.activation.empty() && is_onnx_op(*n, "Clip") && n->num_outputs() == 1 &&
+        same_shape(n->output(0)->type(), out_type)) {
+      std::optional<float> lo = clip_bound(*n, 1, -INFINITY), hi = clip_bound(*n, 2, INFINITY);
+      if (lo && hi && *lo <= *hi) {
+        chain.activation = "Clip";
+        chain.clip_lo = *lo;
+        chain.clip_hi = *hi;
+        chain.absorbed.push_back(n);
+      }
+    }
   }
   if (!bias_added) chain.bias.reset();  // B stays as it is
   return chain;
@@ -191,6 +214,10 @@ void fuse(ir::Graph& g, ir::Node* conv, const Chain& chain) {
   for (const ir::Attribute& a : attributes) fused->set_attribute(a);
   if (!chain.activation.empty())
     fused->set_attribute(ir::Attribute::make_string("_sy_activation", chain.activation));
+  if (chain.activation == "Clip") {
+    fused->set_attribute(ir::Attribute::make_float("_sy_clip_min", chain.clip_lo));
+    fused->set_attribute(ir::Attribute::make_float("_sy_clip_max", chain.clip_hi));
+  }
   g.replace_all_uses(hold->output(0), fused->output(0));
   remove_node(g, hold);
 }

@@ -12,8 +12,9 @@
 
 namespace switchyard::cuda {
 
-/// Activation applied last by the epilogue (the node's "_sy_activation").
-enum class ConvActivation { None, Relu, Sigmoid, Tanh };
+/// Activation applied last by the epilogue (the node's "_sy_activation"); Clip bounds the value
+/// to [clip_lo, clip_hi] (ReLU6 is Clip(0, 6)).
+enum class ConvActivation { None, Relu, Sigmoid, Tanh, Clip };
 
 /// Batched matrix transpose: `src` holds `batch` row-major [rows, cols] matrices, `dst` gets
 /// them as [cols, rows]. NCHW -> NHWC is (batch N, rows C, cols H*W); weights KCRS -> KRSC are
@@ -35,6 +36,7 @@ struct ConvEpilogue {
   const void* bias = nullptr;
   const void* residual = nullptr;
   ConvActivation activation = ConvActivation::None;
+  float clip_lo = 0, clip_hi = 0;  ///< Clip's bounds (activation Clip only)
 };
 
 /// Applies the epilogue in place on y [N, C, spatial] (NCHW).
