@@ -611,8 +611,8 @@ Support check_conv(const ir::Node& node) {
   const ir::Attribute* act = node.find_attribute("_sy_activation");
   if (act) {
     if (act->kind != ir::Attribute::Kind::String ||
-        (act->s != "Relu" && act->s != "Sigmoid" && act->s != "Tanh"))
-      return Support::no("the CUDA Conv kernel fuses only Relu, Sigmoid and Tanh");
+        (act->s != "Relu" && act->s != "Sigmoid" && act->s != "Tanh" && act->s != "Clip"))
+      return Support::no("the CUDA Conv kernel fuses only Relu, Sigmoid, Tanh and Clip");
   }
   const ir::Attribute* group = node.find_attribute("group");
   if (group && (group->kind != ir::Attribute::Kind::Int || group->i < 1))
