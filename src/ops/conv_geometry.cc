@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "ir/tensor.h"
+#include "ops/node_error.h"
 
 namespace switchyard::ops {
 
@@ -12,11 +13,6 @@ int64_t product(const std::vector<int64_t>& v) {
   int64_t p = 1;
   for (int64_t d : v) p *= d;
   return p;
-}
-
-template <typename... Args>
-[[noreturn]] void fail(const ir::Node& node, fmt::format_string<Args...> f, Args&&... args) {
-  SY_THROW(InvalidArgument, "{}: {}", node.describe(), fmt::format(f, std::forward<Args>(args)...));
 }
 
 }  // namespace
@@ -39,27 +35,29 @@ int64_t read_group(const ir::Node& node) {
 
 ConvDims conv_dims(const ir::Node& node, const std::vector<int64_t>& x,
                    const std::vector<int64_t>& w, int64_t group) {
-  if (x.size() < 3) fail(node, "input X has shape {}, expected rank >= 3", ir::shape_to_string(x));
+  if (x.size() < 3)
+    fail_node(node, "input X has shape {}, expected rank >= 3", ir::shape_to_string(x));
   if (w.size() != x.size())
-    fail(node, "weight W has shape {}, expected rank {} like X {}", ir::shape_to_string(w),
-         x.size(), ir::shape_to_string(x));
+    fail_node(node, "weight W has shape {}, expected rank {} like X {}", ir::shape_to_string(w),
+              x.size(), ir::shape_to_string(x));
   ConvDims d;
   d.batch = x[0];
   d.in_channels = x[1];
   d.out_channels = w[0];
   d.group = group;
   if (d.out_channels % group != 0)
-    fail(node, "weight W has {} output channels, not divisible by group {}", d.out_channels, group);
+    fail_node(node, "weight W has {} output channels, not divisible by group {}", d.out_channels,
+              group);
   if (w[1] * group != d.in_channels)
-    fail(node, "input X has {} channels, expected {} (weight W {} x group {})", d.in_channels,
-         w[1] * group, w[1], group);
+    fail_node(node, "input X has {} channels, expected {} (weight W {} x group {})", d.in_channels,
+              w[1] * group, w[1], group);
   d.in.assign(x.begin() + 2, x.end());
   WindowAttrs a = read_window_attrs(node, std::vector<int64_t>(w.begin() + 2, w.end()));
   WindowGeometry geo = window_geometry(a, d.in);
   for (size_t i = 0; i < geo.out.size(); ++i)
     if (geo.out[i] < 1)
-      fail(node, "the kernel (extent {}) does not fit spatial dim {} of size {} with its pads",
-           (a.kernel[i] - 1) * a.dilations[i] + 1, i, d.in[i]);
+      fail_node(node, "the kernel (extent {}) does not fit spatial dim {} of size {} with its pads",
+                (a.kernel[i] - 1) * a.dilations[i] + 1, i, d.in[i]);
   d.kernel = a.kernel;
   d.out = geo.out;
   d.strides = a.strides;

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "ir/check.h"
+#include "ops/node_error.h"
 #include "ops/shape_inference.h"
 
 namespace switchyard::ops {
@@ -23,9 +24,6 @@ PadMode pad_mode(const ir::Node& node) {
 PadGeometry pad_geometry(const ir::Node& node, const std::vector<int64_t>& in_shape,
                          const std::vector<int64_t>& pads,
                          const std::optional<std::vector<int64_t>>& axes_in, PadMode mode) {
-  auto fail = [&](const std::string& what) {
-    SY_THROW(InvalidArgument, "{}: {}", node.describe(), what);
-  };
   const int64_t rank = static_cast<int64_t>(in_shape.size());
   std::vector<int64_t> axes;
   if (axes_in) {
@@ -34,14 +32,14 @@ PadGeometry pad_geometry(const ir::Node& node, const std::vector<int64_t>& in_sh
     for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
   }
   if (pads.size() != 2 * axes.size())
-    fail(fmt::format("pads has {} values, expected {} (2 per axis)", pads.size(), 2 * axes.size()));
+    fail_node(node, "pads has {} values, expected {} (2 per axis)", pads.size(), 2 * axes.size());
   PadGeometry g;
   g.pre.assign(static_cast<size_t>(rank), 0);
   g.post.assign(static_cast<size_t>(rank), 0);
   std::vector<bool> seen(static_cast<size_t>(rank), false);
   for (size_t i = 0; i < axes.size(); ++i) {
     size_t a = static_cast<size_t>(normalize_axis(node, axes[i], rank));
-    if (seen[a]) fail(fmt::format("axis {} appears more than once", a));
+    if (seen[a]) fail_node(node, "axis {} appears more than once", a);
     seen[a] = true;
     g.pre[a] = pads[i];
     g.post[a] = pads[i + axes.size()];
@@ -50,13 +48,13 @@ PadGeometry pad_geometry(const ir::Node& node, const std::vector<int64_t>& in_sh
   constexpr int64_t kLimit = std::numeric_limits<int64_t>::max() / 4;
   for (size_t a = 0; a < g.shape.size(); ++a) {
     if (std::abs(g.pre[a]) > kLimit || std::abs(g.post[a]) > kLimit)
-      fail(fmt::format("pads {} / {} are too large", g.pre[a], g.post[a]));
+      fail_node(node, "pads {} / {} are too large", g.pre[a], g.post[a]);
     int64_t d = g.shape[a] + g.pre[a] + g.post[a];
     if (d < 0)
-      fail(fmt::format("pads {} and {} shrink axis {} of size {} below zero", g.pre[a], g.post[a],
-                       a, g.shape[a]));
+      fail_node(node, "pads {} and {} shrink axis {} of size {} below zero", g.pre[a], g.post[a], a,
+                g.shape[a]);
     if (d > 0 && g.shape[a] == 0 && mode != PadMode::Constant)
-      fail(fmt::format("cannot pad the empty axis {} in a mode other than constant", a));
+      fail_node(node, "cannot pad the empty axis {} in a mode other than constant", a);
     g.shape[a] = d;
   }
   return g;

@@ -1,6 +1,6 @@
 #include "ops/reduce_geometry.h"
 
-#include "ir/check.h"
+#include "ops/node_error.h"
 
 namespace switchyard::ops {
 
@@ -8,12 +8,9 @@ std::vector<bool> axes_mask(const ir::Node& node, const std::vector<int64_t>& ax
   std::vector<bool> mask(static_cast<size_t>(rank), false);
   for (int64_t axis : axes) {
     if (axis < -rank || axis >= rank)
-      SY_THROW(InvalidArgument, "{}: axis {} is out of range for an input of rank {}",
-               node.describe(), axis, rank);
+      fail_node(node, "axis {} is out of range for an input of rank {}", axis, rank);
     size_t k = static_cast<size_t>(axis < 0 ? axis + rank : axis);
-    if (mask[k])
-      SY_THROW(InvalidArgument, "{}: axis {} appears more than once in axes", node.describe(),
-               axis);
+    if (mask[k]) fail_node(node, "axis {} appears more than once in axes", axis);
     mask[k] = true;
   }
   return mask;

@@ -9,6 +9,7 @@
 
 #include "ir/check.h"
 #include "ir/tensor.h"
+#include "ops/node_error.h"
 #include "ops/shape_inference.h"
 
 namespace switchyard::ops {
@@ -22,11 +23,6 @@ E parse_choice(const ir::Node& node, const std::string& attr, const std::string&
   for (const auto& [name, e] : choices)
     if (value == name) return e;
   SY_THROW(InvalidModel, "{}: {} '{}' is not supported", node.describe(), attr, value);
-}
-
-template <typename... Args>
-[[noreturn]] void fail(const ir::Node& node, fmt::format_string<Args...> f, Args&&... args) {
-  SY_THROW(InvalidArgument, "{}: {}", node.describe(), fmt::format(f, std::forward<Args>(args)...));
 }
 
 }  // namespace
@@ -68,7 +64,7 @@ ResizeGeometry resize_geometry(const ir::Node& node, const ResizeAttributes& att
                                const std::vector<int64_t>& in_shape, const ir::Tensor* roi,
                                const ir::Tensor* scales, const ir::Tensor* sizes) {
   const int64_t rank = static_cast<int64_t>(in_shape.size());
-  if (rank == 0) fail(node, "X must have rank >= 1");
+  if (rank == 0) fail_node(node, "X must have rank >= 1");
   ResizeGeometry g;
   if (attrs.axes.empty()) {
     for (int64_t i = 0; i < rank; ++i) g.axes.push_back(i);
@@ -76,7 +72,7 @@ ResizeGeometry resize_geometry(const ir::Node& node, const ResizeAttributes& att
     std::set<int64_t> seen;
     for (int64_t a : attrs.axes) {
       int64_t axis = normalize_axis(node, a, rank);
-      if (!seen.insert(axis).second) fail(node, "axes has axis {} twice", a);
+      if (!seen.insert(axis).second) fail_node(node, "axes has axis {} twice", a);
       g.axes.push_back(axis);
     }
   }
@@ -84,7 +80,7 @@ ResizeGeometry resize_geometry(const ir::Node& node, const ResizeAttributes& att
   const size_t num_axes = axes.size();
   auto present = [](const ir::Tensor* t) { return t && t->numel() > 0; };
   if (present(scales) == present(sizes))
-    fail(node, "exactly one of scales and sizes must be given (non-empty)");
+    fail_node(node, "exactly one of scales and sizes must be given (non-empty)");
 
   g.out_shape = in_shape;
   g.scale.assign(static_cast<size_t>(rank), 1.0);
@@ -95,28 +91,28 @@ ResizeGeometry resize_geometry(const ir::Node& node, const ResizeAttributes& att
   for (int64_t a : axes) g.resized[static_cast<size_t>(a)] = true;
 
   if (present(scales)) {
-    if (!ir::dtype_is_float(scales->dtype())) fail(node, "scales must be a float tensor");
+    if (!ir::dtype_is_float(scales->dtype())) fail_node(node, "scales must be a float tensor");
     if (static_cast<size_t>(scales->numel()) != num_axes)
-      fail(node, "scales has {} values, expected {}", scales->numel(), num_axes);
+      fail_node(node, "scales has {} values, expected {}", scales->numel(), num_axes);
     for (size_t i = 0; i < num_axes; ++i) {
       double v = scales->scalar_as_double(static_cast<int64_t>(i));
-      if (!(v > 0) || !std::isfinite(v)) fail(node, "scales[{}] = {} must be positive", i, v);
+      if (!(v > 0) || !std::isfinite(v)) fail_node(node, "scales[{}] = {} must be positive", i, v);
       size_t a = static_cast<size_t>(axes[i]);
       double len = static_cast<double>(in_shape[a]) * v;
-      if (len > 9.0e18) fail(node, "scales[{}] = {} makes axis {} too large", i, v, a);
+      if (len > 9.0e18) fail_node(node, "scales[{}] = {} makes axis {} too large", i, v, a);
       g.scale[a] = v;
       g.length_resized[a] = len;
       g.out_shape[a] = static_cast<int64_t>(std::floor(len));
     }
   } else {
-    if (sizes->dtype() != ir::DType::Int64) fail(node, "sizes must be an int64 tensor");
+    if (sizes->dtype() != ir::DType::Int64) fail_node(node, "sizes must be an int64 tensor");
     if (static_cast<size_t>(sizes->numel()) != num_axes)
-      fail(node, "sizes has {} values, expected {}", sizes->numel(), num_axes);
+      fail_node(node, "sizes has {} values, expected {}", sizes->numel(), num_axes);
     std::vector<int64_t> want = sizes->to_int_vector();
     for (size_t i = 0; i < num_axes; ++i) {
-      if (want[i] < 0) fail(node, "sizes[{}] = {} is negative", i, want[i]);
+      if (want[i] < 0) fail_node(node, "sizes[{}] = {} is negative", i, want[i]);
       if (want[i] > 0 && in_shape[static_cast<size_t>(axes[i])] == 0)
-        fail(node, "cannot resize empty axis {} to size {}", axes[i], want[i]);
+        fail_node(node, "cannot resize empty axis {} to size {}", axes[i], want[i]);
     }
     if (attrs.policy == AspectPolicy::Stretch) {
       for (size_t i = 0; i < num_axes; ++i) {
@@ -147,9 +143,9 @@ ResizeGeometry resize_geometry(const ir::Node& node, const ResizeAttributes& att
   g.roi_start.assign(static_cast<size_t>(rank), 0.0);
   g.roi_end.assign(static_cast<size_t>(rank), 1.0);
   if (attrs.transform == ResizeTransform::TfCropAndResize && present(roi)) {
-    if (!ir::dtype_is_float(roi->dtype())) fail(node, "roi must be a float tensor");
+    if (!ir::dtype_is_float(roi->dtype())) fail_node(node, "roi must be a float tensor");
     if (static_cast<size_t>(roi->numel()) != 2 * num_axes)
-      fail(node, "roi has {} values, expected {}", roi->numel(), 2 * num_axes);
+      fail_node(node, "roi has {} values, expected {}", roi->numel(), 2 * num_axes);
     for (size_t i = 0; i < num_axes; ++i) {
       g.roi_start[static_cast<size_t>(axes[i])] = roi->scalar_as_double(static_cast<int64_t>(i));
       g.roi_end[static_cast<size_t>(axes[i])] =

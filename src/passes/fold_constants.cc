@@ -23,7 +23,8 @@ size_t fold_constants(ir::Graph& graph, const PassContext& ctx) {
   for (ir::Node* n : order) {
     if (!foldable(*n)) continue;
     std::vector<ir::Datum> inputs;
-    for (const ir::Value* v : n->inputs()) inputs.push_back(v ? ir::Datum(v->constant()) : ir::Datum());
+    for (const ir::Value* v : n->inputs())
+      inputs.push_back(v ? ir::Datum(v->constant()) : ir::Datum());
     std::vector<ir::Datum> outputs = ctx.evaluate(*n, inputs);
     size_t bytes = 0;
     bool ok = outputs.size() == n->num_outputs();

@@ -212,26 +212,21 @@ std::optional<Match> match_at(const ir::Graph& g, ir::Node* mean) {
   m.chain = {mean, sub, square, var, add_eps, sqrt, div};
   m.result = div->output(0);
 
-  ir::Node* mul = only_reader(g, m.result);
-  std::optional<ir::Tensor> gamma;
-  if (is_op(mul, ops::OpKind::Mul) && other_operand(mul, m.result) != m.result)
-    gamma = expand_to(other_operand(mul, m.result), dims, dtype);
-  if (gamma) {
-    m.chain.push_back(mul);
-    m.result = mul->output(0);
-    m.scale = std::move(*gamma);
-  } else {
-    m.scale = filled(dtype, dims, 1.0f);
-  }
-  ir::Node* add = only_reader(g, m.result);
-  std::optional<ir::Tensor> beta;
-  if (is_op(add, ops::OpKind::Add) && other_operand(add, m.result) != m.result)
-    beta = expand_to(other_operand(add, m.result), dims, dtype);
-  if (beta) {
-    m.chain.push_back(add);
-    m.result = add->output(0);
-    m.bias = std::move(*beta);
-  }
+  // The chain's one reader when it is `kind` by a constant over the normalized dims: that
+  // constant (expanded), the node joining the chain.
+  auto absorb = [&](ops::OpKind kind) -> std::optional<ir::Tensor> {
+    ir::Node* n = only_reader(g, m.result);
+    if (!is_op(n, kind) || other_operand(n, m.result) == m.result) return std::nullopt;
+    std::optional<ir::Tensor> c = expand_to(other_operand(n, m.result), dims, dtype);
+    if (c) {
+      m.chain.push_back(n);
+      m.result = n->output(0);
+    }
+    return c;
+  };
+  std::optional<ir::Tensor> gamma = absorb(ops::OpKind::Mul);
+  m.scale = gamma ? std::move(*gamma) : filled(dtype, dims, 1.0f);
+  if (std::optional<ir::Tensor> beta = absorb(ops::OpKind::Add)) m.bias = std::move(*beta);
   return m;
 }
 

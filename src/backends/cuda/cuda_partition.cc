@@ -121,8 +121,8 @@ class CudaPartition : public backends::CompiledPartition {
     const int32_t step = word & ((1 << kFaultShift) - 1);
     const auto fault = static_cast<KernelFault>(word >> kFaultShift);
     SY_CHECK(step > 0 && static_cast<size_t>(step) <= steps_.size(), Internal,
-             "partition {} on {}: a kernel reported fault word {:#x}", index_,
-             backend_.device().id, word);
+             "partition {} on {}: a kernel reported fault word {:#x}", index_, backend_.device().id,
+             word);
     const std::string node = steps_[static_cast<size_t>(step - 1)].node->describe();
     const std::string& dev = backend_.device().id;
     if (fault == KernelFault::IntegerDivisionByZero)
