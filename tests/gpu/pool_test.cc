@@ -2,13 +2,19 @@
 // storage orders, int8/uint8 ties), AveragePool (count_include_pad), LpPool and the global pools,
 // over 1-D/2-D/3-D windows with strides, dilations, explicit pads, auto_pad and ceil_mode
 // (including windows that start in the padding or lie wholly in it), resnet50 / mobilenet_v2 /
-// squeezenet shapes, every registered dtype and --precision fp16/bf16.
+// squeezenet shapes, every registered dtype and --precision fp16/bf16, and the channels-last
+// pools (a pool after a 16-bit convolution reads and writes NHWC: backends/cuda/layout.h).
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "backends/profiler.h"
 #include "gpu/gpu_test_util.h"
+#include "runtime/executable.h"
+#include "switchyard/switchyard.hpp"
 
 namespace switchyard::testing {
 namespace {
@@ -224,6 +230,75 @@ TEST(CudaPool, LowPrecision) {
         make_case("GlobalMaxPool", {pool_input(DType::Float32, {1, 1280, 7, 7}, ++seed)}),
         kLowPrecision.rtol, kLowPrecision.atol, precision);
   }
+}
+
+// x -> 1x1 Conv -> `op` (window attributes `attrs`): under --precision fp16/bf16 the pool joins
+// the convolution's channels-last region. Compared with the cpu, and the trace must show the
+// pool's result transposed back (its own Transpose) while the Conv's is not.
+void expect_channels_last_pool_matches_cpu(const std::string& op, const std::vector<int64_t>& x,
+                                           const std::vector<Attribute>& attrs, uint64_t seed,
+                                           const std::string& precision) {
+  auto graph = [&] {
+    auto g = std::make_unique<ir::Graph>("main");
+    ir::Value* in = g->add_input("x", ir::Type::tensor(DType::Float32, ir::make_shape(x)));
+    // Weights of scale 1/sqrt(C): the conv's result stays O(1), so its own 16-bit rounding
+    // stays well inside the tolerance and a misplaced channel or position does not.
+    const double bound = 1.0 / std::sqrt(static_cast<double>(x[1]));
+    ir::Value* w = g->add_constant(
+        "w", random_tensor(DType::Float32, {x[1], x[1], 1, 1}, seed, -bound, bound));
+    ir::Value* y = g->add_node("Conv", "conv", {in, w}, {"y"})->output(0);
+    ir::Node* pool = g->add_node(op, "pool", {y}, {"p"});
+    for (const Attribute& a : attrs) pool->set_attribute(a);
+    g->add_output(pool->output(0));
+    return g;
+  };
+  std::map<std::string, Tensor> feeds = {
+      {"x", random_tensor(DType::Float32, x, seed + 1, -2.0, 2.0)}};
+  Options cpu;
+  cpu.compute_units = "cpu_only";
+  cpu.num_threads = 2;
+  Options gpu;
+  gpu.device = "cuda:0";
+  gpu.fallback = "strict";
+  gpu.precision = precision;
+  std::map<std::string, Tensor> want = Model::from_graph(graph()).compile(cpu).run(feeds);
+  Executable exe = Model::from_graph(graph()).compile(gpu);
+  std::map<std::string, Tensor> got = exe.run(feeds);
+  EXPECT_EQ(compare_tensors(got.at("p"), want.at("p"), kLowPrecision.rtol, kLowPrecision.atol), "");
+  std::map<std::string, ir::Datum> datum_feeds = {{"x", ir::Datum(feeds.at("x"))}};
+  backends::Profiler profiler;
+  exe.internal().run(datum_feeds, nullptr, &profiler);
+  std::set<std::string> on_gpu;
+  for (const backends::ProfileEvent& e : profiler.events())
+    if (e.category == "Node" && e.device == "cuda:0") on_gpu.insert(e.name);
+  EXPECT_TRUE(on_gpu.count("pool/to_nchw")) << "the pool did not run channels-last";
+  EXPECT_FALSE(on_gpu.count("conv/to_nchw")) << "the conv's result left the region";
+}
+
+TEST(CudaPool, ChannelsLastAfterConvolution) {
+  SY_SKIP_WITHOUT_GPU();
+  uint64_t seed = 800;
+  for (const std::string& precision : kLowPrecisions)
+    for (const Window& w : windows()) {
+      if (w.x.size() != 4 || w.x[0] == 0) continue;
+      SCOPED_TRACE(precision + " " + describe(w));
+      expect_channels_last_pool_matches_cpu("MaxPool", w.x, window_attrs(w), seed += 3, precision);
+      for (int64_t include_pad : {0, 1}) {
+        std::vector<Attribute> avg = window_attrs(w);
+        avg.push_back(Attribute::make_int("count_include_pad", include_pad));
+        expect_channels_last_pool_matches_cpu("AveragePool", w.x, avg, seed += 3, precision);
+      }
+      std::vector<Attribute> lp = window_attrs(w);
+      lp.push_back(Attribute::make_int("p", 2));
+      expect_channels_last_pool_matches_cpu("LpPool", w.x, lp, seed += 3, precision);
+    }
+  for (const std::string& precision : kLowPrecisions)
+    for (const std::vector<int64_t>& x :
+         {std::vector<int64_t>{2, 2048, 7, 7}, {1, 1280, 7, 7}, {3, 5, 1, 1}, {2, 3, 33, 35}})
+      for (const char* op : {"GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"}) {
+        SCOPED_TRACE(precision + " " + op + " x " + shape_to_string(x));
+        expect_channels_last_pool_matches_cpu(op, x, {}, seed += 3, precision);
+      }
 }
 
 }  // namespace

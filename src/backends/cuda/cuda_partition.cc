@@ -14,6 +14,7 @@
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/fusion.h"
+#include "backends/cuda/layout.h"
 #include "backends/cuda/precision.h"
 #include "backends/profiler.h"
 #include "ir/check.h"
@@ -101,6 +102,8 @@ class CudaPartition : public backends::CompiledPartition {
       precision = apply_precision(
           *graph_, prec == Precision::Fp16 ? ir::DType::Float16 : ir::DType::BFloat16,
           cuda_kernels());
+    // After the precision rewrite, which decides which convolutions run 16-bit.
+    apply_channels_last(*graph_);
     // Every original node reports the partition's precision when it computes floats; a node
     // kept in float32 says so.
     for (const ir::Node* n : p.nodes) {

@@ -8,6 +8,8 @@
 //   Conv: optional input 3 = residual Z (same shape as Y): Y = act(conv(X, W) + B + Z).
 //   MatMul: optional input 2 = bias (1-D, length N): Y = act(A @ B + bias).
 //   Gemm: "_sy_activation" only (C already is its bias).
+//   attribute "_sy_layout" (string) "NHWC": set by the layout pass (layout.h), not by fusion;
+//       the node's 4-D activations are stored channels-last.
 //
 // Each pass rewires the absorbed nodes' consumers to the fused node's output and removes the
 // absorbed nodes; it fuses only when the absorbed nodes have no other reader and their outputs

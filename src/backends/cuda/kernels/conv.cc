@@ -13,13 +13,13 @@
 //    pass. Mixed-layout graphs (NHWC in, NCHW out) are not tried: few engines take them.
 //  - float32 runs NCHW directly (cuDNN has non-tensor-core engines for it, needed unless TF32
 //    is allowed), with the epilogue applied in place when cuDNN did not fuse it.
-// Each layout falls back to the other when cuDNN has no engine for it, and asymmetric pads
-// fall back to an explicitly padded copy of X. A partition-wide layout pass will later keep
-// activations NHWC between convolutions, which removes the transposes; the fused graphs
-// (conv -> add bias -> add residual -> activation in one cuDNN graph) are built now so they
-// pay off then. Today, with NCHW boundaries, a fused graph with a residual needs Z transposed
-// to NHWC, one more pass than the plain path; it is tried first all the same, so the fusion
-// path is the one exercised.
+//  - channels-last nodes ("_sy_layout" NHWC, set by the partition's layout pass, layout.h: the
+//    16-bit 2-D convolutions) have X, Z and Y stored NHWC already: no transposes at all, the
+//    epilogue cuDNN did not fuse is applied in place.
+// Each layout falls back to the other when cuDNN has no engine for it (not for channels-last
+// nodes, whose data is NHWC), and asymmetric pads fall back to an explicitly padded copy of X.
+// The fused graph (conv -> add bias -> add residual -> activation in one cuDNN graph) is tried
+// before the plain convolution.
 //
 // Plans. Execution plans are built on first sight of a shape signature and cached per cuDNN
 // handle (MXNet clones plans per handle, so a plan is not assumed to be valid with another
@@ -68,14 +68,28 @@ int64_t product(const std::vector<int64_t>& v) {
 // Concrete geometry of one call.
 using ConvGeometry = ops::ConvDims;
 
-// Validates x [N, C, in...] and w [M, C/group, k...] against each other and the node's window
-// attributes (ops/conv_geometry, shared with the CPU kernel).
-ConvGeometry conv_geometry(const KernelContext& ctx, const ir::Tensor& x, const ir::Tensor& w,
-                           int64_t group) {
-  if (x.rank() > 5)
+// Validates x [N, C, in...] (logical dims) and w [M, C/group, k...] against each other and the
+// node's window attributes (ops/conv_geometry, shared with the CPU kernel).
+ConvGeometry conv_geometry(const KernelContext& ctx, const std::vector<int64_t>& x,
+                           const ir::Tensor& w, int64_t group) {
+  if (x.size() > 5)
     ctx.fail("input X has shape {}, the CUDA kernel takes 1 to 3 spatial dims",
-             ir::shape_to_string(x.shape()));
-  return ops::conv_dims(ctx.node(), x.shape(), w.shape(), group);
+             ir::shape_to_string(x));
+  return ops::conv_dims(ctx.node(), x, w.shape(), group);
+}
+
+// [N, C, spatial...] -> [N, spatial..., C] and back: the dims of a channels-last tensor.
+std::vector<int64_t> channels_last_dims(const std::vector<int64_t>& nchw) {
+  std::vector<int64_t> d = {nchw[0]};
+  d.insert(d.end(), nchw.begin() + 2, nchw.end());
+  d.push_back(nchw[1]);
+  return d;
+}
+
+std::vector<int64_t> channels_first_dims(const std::vector<int64_t>& nhwc) {
+  std::vector<int64_t> d = {nhwc[0], nhwc.back()};
+  d.insert(d.end(), nhwc.begin() + 1, nhwc.end() - 1);
+  return d;
 }
 
 ConvActivation parse_activation(const ir::Node& node) {
@@ -164,15 +178,17 @@ struct EpilogueShape {
   bool any() const { return bias || residual || activation != ConvActivation::None; }
 };
 
-// Variants to try, best first: the dtype's preferred layout, then the other one; per layout
+// Variants to try, best first: the dtype's preferred layout, then the other one (a channels-last
+// node, whose X, Z and Y are stored NHWC, runs NHWC only); per layout
 // the fused graph before the plain one, native pads before a padded copy of X. A Clip (ReLU6)
 // epilogue is never put in the cuDNN graph: the runtime-fusion engines cuDNN 9.19 picks for a
 // clipped ReLU ran mobilenet_v2's 52 convs at b256 fp16 in 172 ms against 47 ms unfused (GPU
 // run 15, tests/gpu/RESULTS.md); our epilogue kernel applies bias and Clip while transposing
 // the NHWC result back, at no extra pass.
 std::vector<ConvVariant> candidate_variants(DType dtype, const EpilogueShape& epilogue,
-                                            bool symmetric_pads) {
-  std::vector<Layout> layouts = dtype == DType::Float32
+                                            bool symmetric_pads, bool channels_last) {
+  std::vector<Layout> layouts = channels_last ? std::vector<Layout>{Layout::Nhwc}
+                                : dtype == DType::Float32
                                     ? std::vector<Layout>{Layout::Nchw, Layout::Nhwc}
                                     : std::vector<Layout>{Layout::Nhwc, Layout::Nchw};
   std::vector<bool> paddings = {false};
@@ -356,7 +372,8 @@ class ConvKernel : public backends::Kernel {
         activation_(parse_activation(init.node)),
         clip_lo_(init.node.attr_float("_sy_clip_min", 0.0f)),
         clip_hi_(init.node.attr_float("_sy_clip_max", 0.0f)),
-        constant_weights_(init.node.input(1) && init.node.input(1)->is_constant()) {
+        constant_weights_(init.node.input(1) && init.node.input(1)->is_constant()),
+        channels_last_(init.node.attr_string("_sy_layout", "") == "NHWC") {
     SY_CHECK(group_ >= 1, InvalidModel, "{}: group must be >= 1, got {}", init.node.describe(),
              group_);
   }
@@ -370,6 +387,10 @@ class ConvKernel : public backends::Kernel {
       ctx.fail("inputs must share X's dtype {}", ir::dtype_name(x.dtype()));
     if (x.dtype() != DType::Float32 && x.dtype() != DType::Float16 && x.dtype() != DType::BFloat16)
       ctx.fail("dtype {} is not supported by the CUDA Conv kernel", ir::dtype_name(x.dtype()));
+    if (channels_last_ && x.rank() < 3)
+      ctx.fail("channels-last input X has shape {}, expected [N, spatial..., C]",
+               ir::shape_to_string(x.shape()));
+    const std::vector<int64_t> x_dims = channels_last_ ? channels_first_dims(x.shape()) : x.shape();
     CudaRunContext& rc = run_context(ctx);
     EpilogueShape epilogue{b != nullptr, z != nullptr, activation_};
 
@@ -387,10 +408,10 @@ class ConvKernel : public backends::Kernel {
     key.insert(key.end(), x.shape().begin(), x.shape().end());
     key.insert(key.end(), w.shape().begin(), w.shape().end());
     if (z) key.insert(key.end(), z->shape().begin(), z->shape().end());
-    std::shared_ptr<const ConvPlan> plan =
-        plan_for(key, [&] { return make_plan(ctx, x, w, b, z, epilogue, alignment); });
+    std::shared_ptr<const ConvPlan> plan = plan_for(
+        key, [&] { return make_plan(ctx, x_dims, x.dtype(), w, b, z, epilogue, alignment); });
 
-    ir::Tensor& y = ctx.allocate_output(0, x.dtype(), plan->geo.out_shape());
+    ir::Tensor& y = ctx.allocate_output(0, x.dtype(), stored_dims(plan->geo.out_shape()));
     if (y.numel() == 0) return;
     const ConvGeometry& g = plan->geo;
     const int64_t out_size = product(g.out);
@@ -400,36 +421,43 @@ class ConvKernel : public backends::Kernel {
     if (!plan->has_conv) {
       // No input channels: the result is the epilogue applied to zeros.
       SY_CUDA_CHECK(cudaMemsetAsync(y.raw(), 0, y.nbytes(), stream));
-      SY_CUDA_CHECK(launch_conv_epilogue_nchw(x.dtype(), y.raw(), g.batch, g.out_channels, out_size,
-                                              full, stream));
+      SY_CUDA_CHECK(launch_conv_epilogue_in_place(x.dtype(), y.raw(), g.batch, g.out_channels,
+                                                  out_size, channels_last_, full, stream));
       return;
     }
     run_plan(ctx, *plan, x, w, b, z, y, full);
   }
 
  private:
-  std::shared_ptr<const ConvPlan> make_plan(const KernelContext& ctx, const ir::Tensor& x,
+  // A logical [N, C, spatial...] shape as this node stores it.
+  std::vector<int64_t> stored_dims(const std::vector<int64_t>& nchw) const {
+    return channels_last_ ? channels_last_dims(nchw) : nchw;
+  }
+
+  std::shared_ptr<const ConvPlan> make_plan(const KernelContext& ctx,
+                                            const std::vector<int64_t>& x_dims, DType dtype,
                                             const ir::Tensor& w, const ir::Tensor* b,
                                             const ir::Tensor* z, const EpilogueShape& epilogue,
                                             int64_t alignment) const {
     auto plan = std::make_shared<ConvPlan>();
-    plan->geo = conv_geometry(ctx, x, w, group_);
+    plan->geo = conv_geometry(ctx, x_dims, w, group_);
     const ConvGeometry& g = plan->geo;
     if (b && b->shape() != std::vector<int64_t>{g.out_channels})
       ctx.fail("bias B has shape {}, expected [{}]", ir::shape_to_string(b->shape()),
                g.out_channels);
-    if (z && z->shape() != g.out_shape())
+    if (z && z->shape() != stored_dims(g.out_shape()))
       ctx.fail("residual input Z has shape {}, expected the output shape {}",
-               ir::shape_to_string(z->shape()), ir::shape_to_string(g.out_shape()));
-    plan->has_conv = x.numel() > 0 && w.numel() > 0;
+               ir::shape_to_string(z->shape()), ir::shape_to_string(stored_dims(g.out_shape())));
+    plan->has_conv = product(x_dims) > 0 && w.numel() > 0;
     if (!plan->has_conv || product(g.out_shape()) == 0) return plan;
 
     std::vector<cudnnBackendNumericalNote_t> excluded;
-    if (x.dtype() == DType::Float32 && !allow_tf32(ctx))
+    if (dtype == DType::Float32 && !allow_tf32(ctx))
       excluded = {CUDNN_NUMERICAL_NOTE_TENSOR_CORE, CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS};
     cudnnHandle_t handle = run_context(ctx).cudnn;
     std::vector<std::string> reasons;
-    for (const ConvVariant& variant : candidate_variants(x.dtype(), epilogue, g.symmetric_pads())) {
+    for (const ConvVariant& variant :
+         candidate_variants(dtype, epilogue, g.symmetric_pads(), channels_last_)) {
       plan->variant = variant;
       plan->keep_alive.clear();
       plan->padded_in.clear();
@@ -438,7 +466,7 @@ class ConvKernel : public backends::Kernel {
           plan->padded_in.push_back(g.in[i] + g.pad_begin[i] + g.pad_end[i]);
       std::vector<std::string> variant_reasons;
       try {
-        build_graph(*plan, handle, x.dtype(), alignment, epilogue);
+        build_graph(*plan, handle, dtype, alignment, epilogue);
         std::optional<ExecutionPlan> exec = find_execution_plan(
             handle, plan->keep_alive.back(), excluded, kMaxWorkspaceBytes, variant_reasons);
         if (exec) {
@@ -453,10 +481,11 @@ class ConvKernel : public backends::Kernel {
     }
     SY_THROW(Unsupported,
              "{}: cuDNN has no engine for this convolution (X {} {}, W {}, strides {}, "
-             "dilations {}, pads {} / {}, group {}{}); tried:{}",
-             ctx.node().describe(), ir::shape_to_string(x.shape()), ir::dtype_name(x.dtype()),
+             "dilations {}, pads {} / {}, group {}{}{}); tried:{}",
+             ctx.node().describe(), ir::shape_to_string(x_dims), ir::dtype_name(dtype),
              ir::shape_to_string(w.shape()), g.strides, g.dilations, g.pad_begin, g.pad_end, group_,
-             x.dtype() == DType::Float32 && !allow_tf32(ctx) ? ", tensor cores excluded" : "",
+             channels_last_ ? ", channels-last" : "",
+             dtype == DType::Float32 && !allow_tf32(ctx) ? ", tensor cores excluded" : "",
              join_reasons(reasons));
   }
 
@@ -507,6 +536,8 @@ class ConvKernel : public backends::Kernel {
     const ConvGeometry& g = plan.geo;
     const DType dtype = x.dtype();
     const bool nhwc = plan.variant.layout == Layout::Nhwc;
+    // NCHW data around an NHWC convolution is transposed in and out; channels-last data is not.
+    const bool transposed = nhwc && !channels_last_;
     const bool fused = plan.variant.fused;
     const int64_t in_size = product(g.in), out_size = product(g.out);
     std::vector<std::shared_ptr<void>> keep;  // scratch in use until the stream passes run()
@@ -519,28 +550,28 @@ class ConvKernel : public backends::Kernel {
     if (plan.variant.padded_input) {
       size_t bytes = ir::checked_nbytes(dtype, g.batch * g.in_channels * product(plan.padded_in));
       void* padded = scratch(bytes);
-      SY_CUDA_CHECK(launch_pad_input(dtype, x.raw(), padded, g.batch, g.in_channels,
+      SY_CUDA_CHECK(launch_pad_input(dtype, x.raw(), channels_last_, padded, g.batch, g.in_channels,
                                      static_cast<int>(g.in.size()), g.in.data(),
                                      plan.padded_in.data(), g.pad_begin.data(), nhwc, stream));
       x_ptr = padded;
-    } else if (nhwc) {
-      void* transposed = scratch(x.nbytes());
-      SY_CUDA_CHECK(launch_batched_transpose(dtype, x.raw(), transposed, g.batch, g.in_channels,
+    } else if (transposed) {
+      void* x_nhwc = scratch(x.nbytes());
+      SY_CUDA_CHECK(launch_batched_transpose(dtype, x.raw(), x_nhwc, g.batch, g.in_channels,
                                              in_size, stream));
-      x_ptr = transposed;
+      x_ptr = x_nhwc;
     }
     const void* w_ptr = nhwc ? nhwc_weights(ctx, g, w, keep) : w.raw();
-    void* conv_out = nhwc ? scratch(y.nbytes()) : y.raw();
+    void* conv_out = transposed ? scratch(y.nbytes()) : y.raw();
 
     std::vector<void*> pointers = {const_cast<void*>(x_ptr), const_cast<void*>(w_ptr), conv_out};
     if (fused && b) pointers.push_back(const_cast<void*>(b->raw()));
     if (fused && z) {
       const void* z_ptr = z->raw();
-      if (nhwc) {
-        void* transposed = scratch(z->nbytes());
-        SY_CUDA_CHECK(launch_batched_transpose(dtype, z->raw(), transposed, g.batch, g.out_channels,
+      if (transposed) {
+        void* z_nhwc = scratch(z->nbytes());
+        SY_CUDA_CHECK(launch_batched_transpose(dtype, z->raw(), z_nhwc, g.batch, g.out_channels,
                                                out_size, stream));
-        z_ptr = transposed;
+        z_ptr = z_nhwc;
       }
       pointers.push_back(const_cast<void*>(z_ptr));
     }
@@ -572,18 +603,19 @@ class ConvKernel : public backends::Kernel {
     }
 
     const ConvEpilogue rest = fused ? ConvEpilogue{} : full;
-    if (nhwc)
+    if (transposed)
       SY_CUDA_CHECK(launch_conv_epilogue_from_nhwc(dtype, conv_out, y.raw(), g.batch,
                                                    g.out_channels, out_size, rest, stream));
     else if (rest.bias || rest.residual || rest.activation != ConvActivation::None)
-      SY_CUDA_CHECK(launch_conv_epilogue_nchw(dtype, y.raw(), g.batch, g.out_channels, out_size,
-                                              rest, stream));
+      SY_CUDA_CHECK(launch_conv_epilogue_in_place(dtype, y.raw(), g.batch, g.out_channels, out_size,
+                                                  nhwc, rest, stream));
   }
 
   int64_t group_;
   ConvActivation activation_;
   float clip_lo_, clip_hi_;  // activation Clip
   bool constant_weights_;
+  bool channels_last_;  // "_sy_layout" NHWC (layout.h): X, Z and Y are stored [N, spatial..., C]
   mutable std::mutex mutex_;
   mutable std::map<std::vector<int64_t>, std::shared_ptr<const ConvPlan>> plans_;
   mutable std::map<std::pair<uintptr_t, uintptr_t>, std::shared_ptr<void>> weights_;

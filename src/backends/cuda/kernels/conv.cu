@@ -1,7 +1,7 @@
 // Device code of the conv family: the layout moves around cuDNN (tiled batched transposes for
 // NCHW <-> NHWC and KCRS -> KRSC, zero-padded input copies) and the conv epilogue (bias,
-// residual, activation), either in place on an NCHW result or fused into the NHWC -> NCHW
-// transpose of an NHWC result.
+// residual, activation), either in place on a result in its own layout or fused into the
+// NHWC -> NCHW transpose of an NHWC result.
 #include <cuda_runtime.h>
 
 #include "backends/cuda/kernels/common.cuh"
@@ -135,10 +135,11 @@ cudaError_t launch_tiled(int64_t batch, int64_t rows, int64_t cols, Load load, S
 }
 
 template <typename T>
-__global__ void epilogue_nchw_kernel(T* y, int64_t total, int64_t channels, int64_t spatial,
-                                     const T* bias, const T* residual, ActParams act) {
+__global__ void epilogue_in_place_kernel(T* y, int64_t total, int64_t channels, int64_t spatial,
+                                         bool nhwc, const T* bias, const T* residual,
+                                         ActParams act) {
   SY_GRID_STRIDE(i, total) {
-    int64_t c = (i / spatial) % channels;
+    int64_t c = nhwc ? i % channels : (i / spatial) % channels;
     y[i] = finish(to_float(y[i]), i, c, bias, residual, act);
   }
 }
@@ -151,8 +152,8 @@ struct PadGeometry {
 };
 
 template <typename Bits>
-__global__ void pad_input_kernel(const Bits* x, Bits* dst, int64_t total, int64_t channels,
-                                 PadGeometry g, bool nhwc) {
+__global__ void pad_input_kernel(const Bits* x, bool x_nhwc, Bits* dst, int64_t total,
+                                 int64_t channels, PadGeometry g, bool nhwc) {
   SY_GRID_STRIDE(i, total) {
     int64_t rest = i, c = 0;
     if (nhwc) {
@@ -169,13 +170,14 @@ __global__ void pad_input_kernel(const Bits* x, Bits* dst, int64_t total, int64_
       rest /= channels;
     }
     int64_t n = rest;
-    int64_t src = n * channels + c;
+    int64_t src = x_nhwc ? n : n * channels + c;
     bool inside = true;
     for (int d = 0; d < 3; ++d) {
       int64_t q = p[d] - g.begin[d];
       inside = inside && q >= 0 && q < g.in[d];
       src = src * g.in[d] + q;
     }
+    if (x_nhwc) src = src * channels + c;
     dst[i] = inside ? x[src] : Bits(0);
   }
 }
@@ -207,9 +209,10 @@ cudaError_t launch_batched_transpose(DType dtype, const void* src, void* dst, in
   });
 }
 
-cudaError_t launch_pad_input(DType dtype, const void* x, void* dst, int64_t batch, int64_t channels,
-                             int spatial, const int64_t* in, const int64_t* padded,
-                             const int64_t* pad_begin, bool nhwc, cudaStream_t stream) {
+cudaError_t launch_pad_input(DType dtype, const void* x, bool x_nhwc, void* dst, int64_t batch,
+                             int64_t channels, int spatial, const int64_t* in,
+                             const int64_t* padded, const int64_t* pad_begin, bool nhwc,
+                             cudaStream_t stream) {
   if (spatial < 1 || spatial > 3) return cudaErrorInvalidValue;
   PadGeometry g{{1, 1, 1}, {1, 1, 1}, {0, 0, 0}};
   int64_t total = batch * channels;
@@ -224,19 +227,20 @@ cudaError_t launch_pad_input(DType dtype, const void* x, void* dst, int64_t batc
   return dispatch_bits(dtype, [&](auto tag) {
     using Bits = decltype(tag);
     pad_input_kernel<Bits><<<dev::blocks_for(total), dev::kThreads, 0, stream>>>(
-        static_cast<const Bits*>(x), static_cast<Bits*>(dst), total, channels, g, nhwc);
+        static_cast<const Bits*>(x), x_nhwc, static_cast<Bits*>(dst), total, channels, g, nhwc);
     return cudaGetLastError();
   });
 }
 
-cudaError_t launch_conv_epilogue_nchw(DType dtype, void* y, int64_t batch, int64_t channels,
-                                      int64_t spatial_size, const ConvEpilogue& epilogue,
-                                      cudaStream_t stream) {
+cudaError_t launch_conv_epilogue_in_place(DType dtype, void* y, int64_t batch, int64_t channels,
+                                          int64_t spatial_size, bool nhwc,
+                                          const ConvEpilogue& epilogue, cudaStream_t stream) {
   int64_t total = batch * channels * spatial_size;
   if (total == 0) return cudaSuccess;
   return SY_DISPATCH_FLOAT(dtype, T, {
-    epilogue_nchw_kernel<T><<<dev::blocks_for(total), dev::kThreads, 0, stream>>>(
-        static_cast<T*>(y), total, channels, spatial_size, static_cast<const T*>(epilogue.bias),
+    epilogue_in_place_kernel<T><<<dev::blocks_for(total), dev::kThreads, 0, stream>>>(
+        static_cast<T*>(y), total, channels, spatial_size, nhwc,
+        static_cast<const T*>(epilogue.bias),
         static_cast<const T*>(epilogue.residual), act_params(epilogue));
     return cudaGetLastError();
   });

@@ -22,16 +22,17 @@ enum class ConvActivation { None, Relu, Sigmoid, Tanh, Clip };
 cudaError_t launch_batched_transpose(DType dtype, const void* src, void* dst, int64_t batch,
                                      int64_t rows, int64_t cols, cudaStream_t stream);
 
-/// Copies x [N, C, in...] (NCHW, at most 3 spatial dims) into a zero-padded buffer of spatial
-/// size `padded` with `pad_begin` zeros in front of each dim, laid out NCHW or (nhwc) NHWC.
-/// Spatial arrays have `spatial` entries.
-cudaError_t launch_pad_input(DType dtype, const void* x, void* dst, int64_t batch, int64_t channels,
-                             int spatial, const int64_t* in, const int64_t* padded,
-                             const int64_t* pad_begin, bool nhwc, cudaStream_t stream);
+/// Copies x [N, C, in...] (at most 3 spatial dims; stored NCHW, or NHWC with `x_nhwc`) into a
+/// zero-padded buffer of spatial size `padded` with `pad_begin` zeros in front of each dim, laid
+/// out NCHW or (nhwc) NHWC. Spatial arrays have `spatial` entries.
+cudaError_t launch_pad_input(DType dtype, const void* x, bool x_nhwc, void* dst, int64_t batch,
+                             int64_t channels, int spatial, const int64_t* in,
+                             const int64_t* padded, const int64_t* pad_begin, bool nhwc,
+                             cudaStream_t stream);
 
 /// What the epilogue adds to a convolution result of `channels` channels and `spatial_size`
 /// elements per channel: y = act(conv + bias[c] + residual), each term optional (nullptr).
-/// `residual` is NCHW like y.
+/// `residual` has y's layout.
 struct ConvEpilogue {
   const void* bias = nullptr;
   const void* residual = nullptr;
@@ -39,10 +40,10 @@ struct ConvEpilogue {
   float clip_lo = 0, clip_hi = 0;  ///< Clip's bounds (activation Clip only)
 };
 
-/// Applies the epilogue in place on y [N, C, spatial] (NCHW).
-cudaError_t launch_conv_epilogue_nchw(DType dtype, void* y, int64_t batch, int64_t channels,
-                                      int64_t spatial_size, const ConvEpilogue& epilogue,
-                                      cudaStream_t stream);
+/// Applies the epilogue in place on y [N, C, spatial] (NCHW) or, with `nhwc`, [N, spatial, C].
+cudaError_t launch_conv_epilogue_in_place(DType dtype, void* y, int64_t batch, int64_t channels,
+                                          int64_t spatial_size, bool nhwc,
+                                          const ConvEpilogue& epilogue, cudaStream_t stream);
 
 /// Writes y [N, C, spatial] (NCHW) from the NHWC convolution result `conv` [N, spatial, C],
 /// applying the epilogue on the way (a plain transpose when the epilogue is empty).

@@ -60,6 +60,9 @@ class PoolKernel : public backends::Kernel {
     // An omitted Indices output has no readers: skip computing it.
     const ir::Value* indices = node.output(1);
     wants_indices_ = indices && (!indices->uses().empty() || is_graph_output(node, 1));
+    channels_last_ = node.attr_string("_sy_layout", "") == "NHWC";
+    SY_CHECK(!channels_last_ || !wants_indices_, InvalidModel,
+             "{}: a channels-last MaxPool has no Indices output", node.describe());
   }
 
   void run(KernelContext& ctx) const override {
@@ -67,7 +70,11 @@ class PoolKernel : public backends::Kernel {
     if (x.rank() < 3 && !(global_ && x.rank() >= 2))
       ctx.fail("input X has shape {}, expected rank >= 3", ir::shape_to_string(x.shape()));
     ops::WindowAttrs a = attrs_;
-    const std::vector<int64_t> in(x.shape().begin() + 2, x.shape().end());
+    // Channels-last ("_sy_layout" NHWC, layout.h): x is [N, spatial..., C].
+    const int64_t channels = channels_last_ ? x.shape().back() : x.dim(1);
+    const std::vector<int64_t> in =
+        channels_last_ ? std::vector<int64_t>(x.shape().begin() + 1, x.shape().end() - 1)
+                       : std::vector<int64_t>(x.shape().begin() + 2, x.shape().end());
     const size_t n = in.size();
     if (global_) {
       a.kernel = in;
@@ -84,8 +91,10 @@ class PoolKernel : public backends::Kernel {
       if (geo.out[i] < 1)
         ctx.fail("the window (extent {}) does not fit spatial dim {} of size {} with its pads",
                  (a.kernel[i] - 1) * a.dilations[i] + 1, i, in[i]);
-    std::vector<int64_t> out_shape = {x.dim(0), x.dim(1)};
+    std::vector<int64_t> out_shape = {x.dim(0)};
+    if (!channels_last_) out_shape.push_back(channels);
     out_shape.insert(out_shape.end(), geo.out.begin(), geo.out.end());
+    if (channels_last_) out_shape.push_back(channels);
     ir::Tensor& y = ctx.allocate_output(0, x.dtype(), out_shape);
     ir::Tensor* indices =
         wants_indices_ ? &ctx.allocate_output(1, DType::Int64, out_shape) : nullptr;
@@ -97,8 +106,10 @@ class PoolKernel : public backends::Kernel {
       g.x = x.raw();
       g.y = y.raw();
       g.p = p_;
-      g.planes = x.dim(0) * x.dim(1);
+      g.planes = x.dim(0) * channels;
       g.plane_size = ir::checked_numel(in);
+      g.channels = channels;
+      g.channels_last = channels_last_;
       SY_CUDA_CHECK(launch_global_pool(g, stream_of(ctx)));
       return;
     }
@@ -113,7 +124,9 @@ class PoolKernel : public backends::Kernel {
     args.column_major_indices = column_major_indices_;
     args.count_include_pad = count_include_pad_;
     args.p = p_;
-    args.planes = x.dim(0) * x.dim(1);
+    args.planes = x.dim(0) * channels;
+    args.channels = channels;
+    args.channels_last = channels_last_;
     PoolWindow& w = args.window;
     w.spatial = static_cast<int>(n);
     for (size_t i = 0; i < n; ++i) {
@@ -144,6 +157,7 @@ class PoolKernel : public backends::Kernel {
   bool column_major_indices_ = false;
   int64_t p_ = 2;
   bool wants_indices_ = false;
+  bool channels_last_ = false;
 };
 
 template <PoolMode kMode, bool kGlobal>

@@ -101,19 +101,35 @@ enum Tap : int { kData = 0, kPadding = 1, kOutside = 2 };
 
 template <PoolMode kMode, typename T>
 __global__ void pool_kernel(const T* x, T* y, int64_t* indices, PoolWindow w, int64_t total,
-                            bool column_major_indices, bool count_include_pad, int64_t p) {
+                            bool column_major_indices, bool count_include_pad, int64_t p,
+                            int64_t channels, bool channels_last) {
   using C = cmp_t<T>;
   using A = acc_t<T>;
   SY_GRID_STRIDE(i, total) {
-    const int64_t plane = i / w.out_size;
-    int64_t o = i - plane * w.out_size;
+    // The plane (n, c) and output position o of element i; a tap at spatial offset `off` reads
+    // xs[off * step].
+    int64_t plane, o;
+    const T* xs;
+    int64_t step = 1;
+    if (channels_last) {
+      const int64_t c = i % channels;
+      const int64_t r = i / channels;
+      const int64_t n = r / w.out_size;
+      o = r - n * w.out_size;
+      plane = n * channels + c;
+      xs = x + n * w.in_size * channels + c;
+      step = channels;
+    } else {
+      plane = i / w.out_size;
+      o = i - plane * w.out_size;
+      xs = x + plane * w.in_size;
+    }
     int64_t start[kPoolMaxSpatial];
     for (int d = w.spatial - 1; d >= 0; --d) {
       const int64_t q = o / w.out[d];
       start[d] = (o - q * w.out[d]) * w.strides[d] - w.pad_begin[d];
       o = q;
     }
-    const T* xs = x + plane * w.in_size;
     C best = lowest<C>();
     int64_t best_off = -1;
     A sum = 0;
@@ -134,16 +150,16 @@ __global__ void pool_kernel(const T* x, T* y, int64_t* indices, PoolWindow w, in
       }
       if (tap == kData) {
         if constexpr (kMode == PoolMode::Max) {
-          const C v = load<C>(xs, off);
+          const C v = load<C>(xs, off * step);
           if (best_off < 0 || v > best || (is_nan(v) && !is_nan(best))) {
             best = v;
             best_off = off;
           }
         } else if constexpr (kMode == PoolMode::Average) {
-          sum += load<A>(xs, off);
+          sum += load<A>(xs, off * step);
           ++count;
         } else {
-          sum += acc_pow(acc_abs(load<A>(xs, off)), static_cast<A>(p));
+          sum += acc_pow(acc_abs(load<A>(xs, off * step)), static_cast<A>(p));
         }
       } else if (tap == kPadding && count_include_pad) {
         ++count;
@@ -175,17 +191,20 @@ cudaError_t pool_typed(const PoolArgs& a, cudaStream_t stream) {
   T* y = static_cast<T*>(a.y);
   const int64_t total = a.planes * a.window.out_size;
   const unsigned blocks = dev::blocks_for(total);
+  if (a.channels_last && (a.indices || a.channels < 1)) return cudaErrorInvalidValue;
   if (a.mode == PoolMode::Max) {
     pool_kernel<PoolMode::Max, T><<<blocks, kThreads, 0, stream>>>(
-        x, y, a.indices, a.window, total, a.column_major_indices, a.count_include_pad, a.p);
+        x, y, a.indices, a.window, total, a.column_major_indices, a.count_include_pad, a.p,
+        a.channels, a.channels_last);
   } else if constexpr (std::is_integral_v<T>) {
     return cudaErrorInvalidValue;  // integer pooling is max pooling only
   } else if (a.mode == PoolMode::Average) {
     pool_kernel<PoolMode::Average, T><<<blocks, kThreads, 0, stream>>>(
-        x, y, nullptr, a.window, total, false, a.count_include_pad, a.p);
+        x, y, nullptr, a.window, total, false, a.count_include_pad, a.p, a.channels,
+        a.channels_last);
   } else {
-    pool_kernel<PoolMode::Lp, T>
-        <<<blocks, kThreads, 0, stream>>>(x, y, nullptr, a.window, total, false, false, a.p);
+    pool_kernel<PoolMode::Lp, T><<<blocks, kThreads, 0, stream>>>(
+        x, y, nullptr, a.window, total, false, false, a.p, a.channels, a.channels_last);
   }
   return cudaGetLastError();
 }
@@ -270,11 +289,42 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// Channels-last global pool: one thread per (n, c), reading x[n, :, c]; neighbouring threads
+// read neighbouring channels, so every load of the loop is coalesced.
+template <PoolMode kMode, typename T>
+__global__ void global_pool_channels_last_kernel(const T* x, T* y, int64_t planes, int64_t size,
+                                                 int64_t channels, int64_t p) {
+  using R = reduce_t<kMode, T>;
+  SY_GRID_STRIDE(i, planes) {
+    const int64_t n = i / channels;
+    const T* xs = x + n * size * channels + (i - n * channels);
+    R v = identity<kMode, T>();
+    for (int64_t j = 0; j < size; ++j) {
+      if constexpr (kMode == PoolMode::Lp) {
+        v += acc_pow(acc_abs(load<R>(xs, j * channels)), static_cast<R>(p));
+      } else {
+        v = combine<kMode>(v, load<R>(xs, j * channels));
+      }
+    }
+    if constexpr (kMode == PoolMode::Max) {
+      y[i] = store_cast<T>(v);
+    } else if constexpr (kMode == PoolMode::Average) {
+      y[i] = store_cast<T>(v / static_cast<R>(size));
+    } else {
+      y[i] = store_cast<T>(acc_pow(v, R(1) / static_cast<R>(p)));
+    }
+  }
+}
+
 template <PoolMode kMode, typename T>
 cudaError_t launch_global_mode(const GlobalPoolArgs& a, cudaStream_t stream) {
   const T* x = static_cast<const T*>(a.x);
   T* y = static_cast<T*>(a.y);
-  if (a.plane_size <= 1024) {
+  if (a.channels_last) {
+    if (a.channels < 1) return cudaErrorInvalidValue;
+    global_pool_channels_last_kernel<kMode, T><<<dev::blocks_for(a.planes), kThreads, 0, stream>>>(
+        x, y, a.planes, a.plane_size, a.channels, a.p);
+  } else if (a.plane_size <= 1024) {
     global_pool_kernel<kMode, 32, T>
         <<<dev::blocks_for(a.planes, kThreads / 32), kThreads, 0, stream>>>(x, y, a.planes,
                                                                             a.plane_size, a.p);

@@ -1,0 +1,203 @@
+// The channels-last rewrite of a CUDA partition (layout.h). One forward walk in topological
+// order: a node joins the channels-last region when its kernel reads "_sy_layout" NHWC and its
+// inputs allow it; each NCHW value it reads gets one NHWC twin (a Transpose, made once and
+// shared), and each value it writes gets a Transpose back under the value's own name, which is
+// dropped again when no NCHW reader remains.
+#include "backends/cuda/layout.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ir/check.h"
+
+namespace switchyard::cuda {
+
+namespace {
+
+const std::vector<int64_t> kToChannelsLast = {0, 2, 3, 1};
+const std::vector<int64_t> kToChannelsFirst = {0, 3, 1, 2};
+
+// Elementwise ops whose result does not depend on the layout of same-shaped inputs.
+const std::set<std::string> kUnary = {
+    "Relu", "Clip",     "Sigmoid",  "Tanh", "Elu", "LeakyRelu", "HardSigmoid", "HardSwish",
+    "Selu", "Softplus", "Identity", "Neg",  "Abs", "Exp",       "Erf",         "Sqrt"};
+const std::set<std::string> kBinary = {"Add", "Sub", "Mul", "Div", "Max", "Min"};
+const std::set<std::string> kPools = {"MaxPool",       "AveragePool",       "LpPool",
+                                      "GlobalMaxPool", "GlobalAveragePool", "GlobalLpPool"};
+
+bool is_onnx(const ir::Node& n) { return n.domain().empty() || n.domain() == "ai.onnx"; }
+
+bool is_output(const ir::Graph& g, const ir::Value* v) {
+  return std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end();
+}
+
+// A 4-D tensor of a 16-bit float type: the data cuDNN's NHWC tensor-core engines take.
+bool is_narrow_4d(const ir::Value* v) {
+  if (!v || !v->type().is_tensor() || v->type().rank() != 4) return false;
+  return v->type().dtype == ir::DType::Float16 || v->type().dtype == ir::DType::BFloat16;
+}
+
+// Broadcasts the same way in either layout: every dim 1 (a scalar, [1], [1,1,1,1]).
+bool is_layout_free_operand(const ir::Value* v) {
+  if (!v || !v->type().has_rank() || v->type().rank() > 4) return false;
+  for (const ir::Dim& d : *v->type().shape)
+    if (!d.is_static() || d.value != 1) return false;
+  return true;
+}
+
+ir::Type permuted(const ir::Type& t, const std::vector<int64_t>& perm) {
+  ir::Type out = t;
+  if (t.shape && t.shape->size() == perm.size())
+    for (size_t i = 0; i < perm.size(); ++i)
+      (*out.shape)[i] = (*t.shape)[static_cast<size_t>(perm[i])];
+  return out;
+}
+
+class ChannelsLast {
+ public:
+  explicit ChannelsLast(ir::Graph& g) : g_(g) {}
+
+  size_t run() {
+    std::vector<ir::Node*> order;
+    for (const auto& n : g_.nodes()) order.push_back(n.get());
+    size_t converted = 0;
+    for (ir::Node* n : order) {
+      std::vector<size_t> layout_inputs;  // inputs read channels-last
+      if (!joins(*n, layout_inputs)) continue;
+      convert(n, layout_inputs);
+      ++converted;
+    }
+    if (converted == 0) return 0;
+    // Transposes back to NCHW that no reader needs.
+    g_.remove_nodes_if([&](const ir::Node& t) {
+      return back_.count(&t) && t.output(0)->uses().empty() && !is_output(g_, t.output(0));
+    });
+    g_.sort_topologically();
+    return converted;
+  }
+
+ private:
+  // Whether `n` joins the region, and which of its inputs it then reads channels-last.
+  bool joins(const ir::Node& n, std::vector<size_t>& layout_inputs) const {
+    if (!is_onnx(n) || n.has_attribute("_sy_layout") || n.num_outputs() < 1) return false;
+    const std::string& op = n.op_type();
+    if (op == "Conv") {
+      // X, and the fused residual Z; W stays KCRS (the kernel packs it once).
+      if (n.num_outputs() != 1 || !is_narrow_4d(n.input(0)) || !n.input(1) ||
+          n.input(1)->type().rank() != 4)
+        return false;
+      layout_inputs = {0};
+      if (n.input(3)) {
+        if (!is_narrow_4d(n.input(3))) return false;
+        layout_inputs.push_back(3);
+      }
+      return true;
+    }
+    // Other nodes join only where the region already writes their data (joining for data that
+    // is merely transposed in would add a transpose back).
+    if (kPools.count(op)) {
+      const ir::Value* indices = n.output(1);
+      if (indices && (!indices->uses().empty() || is_output(g_, indices))) return false;
+      if (!is_narrow_4d(n.input(0)) || !in_region(n.input(0))) return false;
+      layout_inputs = {0};
+      return true;
+    }
+    if (op == "Concat") {
+      // squeezenet's fire modules join their expand convolutions along the channels.
+      if (n.num_outputs() != 1 || !is_narrow_4d(n.output(0))) return false;
+      bool any = false;
+      for (size_t i = 0; i < n.num_inputs(); ++i) {
+        if (!n.input(i) || !twin_.count(n.input(i))) return false;
+        any = any || in_region(n.input(i));
+        layout_inputs.push_back(i);
+      }
+      return any;
+    }
+    if (kUnary.count(op) || kBinary.count(op)) {
+      if (n.num_outputs() != 1 || !is_narrow_4d(n.output(0))) return false;
+      bool any = false;
+      for (size_t i = 0; i < n.num_inputs(); ++i) {
+        const ir::Value* v = n.input(i);
+        if (!v) continue;
+        const bool data = kBinary.count(op) || i == 0;  // Clip's min and max are scalars
+        if (data && twin_.count(v)) {
+          layout_inputs.push_back(i);
+          any = any || in_region(v);
+        } else if (!is_layout_free_operand(v)) {
+          return false;
+        }
+      }
+      return any;
+    }
+    return false;
+  }
+
+  // Whether `v` is written by a node of the region (not only transposed for one).
+  bool in_region(const ir::Value* v) const {
+    auto it = twin_.find(v);
+    return it != twin_.end() && !transposed_.count(it->second);
+  }
+
+  // The NHWC twin of `v`, made by a Transpose on first use.
+  ir::Value* channels_last_of(ir::Value* v) {
+    auto it = twin_.find(v);
+    if (it != twin_.end()) return it->second;
+    ir::Node* t = g_.add_node("Transpose", v->name() + "/to_nhwc", {v},
+                              {g_.unique_value_name(v->name() + "_nhwc")});
+    t->set_attribute(ir::Attribute::make_ints("perm", kToChannelsLast));
+    t->output(0)->set_type(permuted(v->type(), kToChannelsLast));
+    twin_[v] = t->output(0);
+    transposed_.insert(t->output(0));
+    return t->output(0);
+  }
+
+  void convert(ir::Node* n, const std::vector<size_t>& layout_inputs) {
+    std::vector<ir::Value*> inputs = n->inputs();
+    for (size_t i : layout_inputs) inputs[i] = channels_last_of(inputs[i]);
+    const std::string name = n->name(), op = n->op_type(), domain = n->domain();
+    const int kind = n->kind_id();
+    const std::vector<ir::Attribute> attributes = n->attributes();
+    ir::Value* y = n->output(0);
+    const ir::Type y_type = y->type();
+    const bool y_read = !y->uses().empty() || is_output(g_, y);
+    // The node goes; y, when read, survives without a producer.
+    g_.remove_nodes_if([&](const ir::Node& m) { return &m == n; });
+    const std::string y_name = g_.unique_value_name(name + "_nhwc_out");
+    ir::Node* c = g_.add_node(op, name, inputs, {y_name}, domain);
+    c->set_kind_id(kind);
+    for (const ir::Attribute& a : attributes) c->set_attribute(a);
+    c->set_attribute(ir::Attribute::make_string("_sy_layout", "NHWC"));
+    if (op == "Concat") {
+      // NCHW axis a is NHWC axis i where kToChannelsLast[i] == a.
+      int64_t axis = c->attr_int("axis");
+      if (axis < 0) axis += 4;
+      const auto at = std::find(kToChannelsLast.begin(), kToChannelsLast.end(), axis);
+      SY_CHECK(at != kToChannelsLast.end(), InvalidModel, "{}: axis {} is out of range for rank 4",
+               c->describe(), c->attr_int("axis"));
+      c->set_attribute(ir::Attribute::make_int("axis", at - kToChannelsLast.begin()));
+    }
+    c->output(0)->set_type(permuted(y_type, kToChannelsLast));
+    if (!y_read) return;
+    twin_[y] = c->output(0);
+    ir::Node* back = g_.add_node("Transpose", name + "/to_nchw", {c->output(0)},
+                                 {g_.unique_value_name(name + "_to_nchw")});
+    back->set_attribute(ir::Attribute::make_ints("perm", kToChannelsFirst));
+    back->output(0)->set_type(y_type);
+    g_.adopt_output(back, 0, y);
+    back_.insert(back);
+  }
+
+  ir::Graph& g_;
+  std::map<const ir::Value*, ir::Value*> twin_;  // NCHW value -> its channels-last form
+  std::set<const ir::Value*> transposed_;        // twins made by a Transpose into the region
+  std::set<const ir::Node*> back_;               // the Transposes back to NCHW
+};
+
+}  // namespace
+
+size_t apply_channels_last(ir::Graph& graph) { return ChannelsLast(graph).run(); }
+
+}  // namespace switchyard::cuda
