@@ -178,13 +178,15 @@ CudnnDescriptor make_operation_graph(cudnnHandle_t handle,
   return graph;
 }
 
-std::optional<ExecutionPlan> find_execution_plan(
+std::vector<ExecutionPlan> find_execution_plans(
     cudnnHandle_t handle, const CudnnDescriptor& graph,
     const std::vector<cudnnBackendNumericalNote_t>& excluded_notes, int64_t max_workspace_bytes,
-    std::vector<std::string>& failures) {
+    size_t max_plans, std::vector<std::string>& failures) {
+  std::vector<ExecutionPlan> found;
   const std::pair<cudnnBackendHeurMode_t, const char*> modes[] = {
       {CUDNN_HEUR_MODE_A, "heuristics A"}, {CUDNN_HEUR_MODE_FALLBACK, "fallback heuristics"}};
   for (const auto& [mode, mode_name] : modes) {
+    if (!found.empty()) break;
     std::vector<CudnnDescriptor> configs;
     try {
       configs = engine_configs(graph, mode);
@@ -194,6 +196,7 @@ std::optional<ExecutionPlan> find_execution_plan(
     }
     if (configs.empty()) failures.push_back(fmt::format("{}: no engine proposed", mode_name));
     for (CudnnDescriptor& config : configs) {
+      if (found.size() >= max_plans) break;
       try {
         EngineInfo engine = engine_info(config);
         auto excluded = std::find_first_of(engine.notes.begin(), engine.notes.end(),
@@ -227,13 +230,13 @@ std::optional<ExecutionPlan> find_execution_plan(
         }
         result.engine_index = engine.index;
         result.engine_config = std::move(config);
-        return result;
+        found.push_back(std::move(result));
       } catch (const CudnnGraphError& e) {
         failures.push_back(fmt::format("{}: {}", mode_name, e.what()));
       }
     }
   }
-  return std::nullopt;
+  return found;
 }
 
 }  // namespace switchyard::cuda
