@@ -21,13 +21,6 @@
 // The fused graph (conv -> add bias -> add residual -> activation in one cuDNN graph) is tried
 // before the plain convolution.
 //
-// Autotuning. On first sight of a shape signature every candidate — each variant that cuDNN
-// can build, with up to kTunedEnginesPerVariant engines in its heuristics' order — runs on the
-// call's own buffers and the fastest is kept (what cudnn.benchmark does for PyTorch): the
-// heuristics' first choice is often not the fastest, and the fused graph is not always faster
-// than the plain convolution plus our epilogue kernel. Inside a CUDA-graph capture nothing is
-// timed and the first candidate is taken.
-//
 // Plans. Execution plans are built on first sight of a shape signature and cached per cuDNN
 // handle (MXNet clones plans per handle, so a plan is not assumed to be valid with another
 // one); every handle belongs to one stream slot of the backend, so one plan is never executed
@@ -40,6 +33,7 @@
 #include <memory>
 #include <mutex>
 #include <numeric>
+#include <optional>
 
 #include "backends/cuda/cuda_context.h"
 #include "backends/cuda/cuda_kernels.h"
@@ -214,17 +208,11 @@ struct ConvPlan {
   ConvGeometry geo;
   bool has_conv = false;  // false: X or W is empty, the convolution sums nothing
   ConvVariant variant;
-  std::vector<int64_t> padded_in;  // spatial sizes of X's padded copy
-  // Tensors, operations and the graph of `exec` (shared by the candidate plans of one graph).
-  std::shared_ptr<std::deque<CudnnDescriptor>> keep_alive;
+  std::vector<int64_t> padded_in;          // spatial sizes of X's padded copy
+  std::deque<CudnnDescriptor> keep_alive;  // tensors, operations and the graph of `exec`
   ExecutionPlan exec;
   std::vector<int64_t> uids;  // X, W, Y, then bias and residual when fused
-  double measured_ms = -1;    // its time when candidates were timed
 };
-
-// Candidate engines per variant that the autotuner times, and its timed repetitions.
-constexpr size_t kTunedEnginesPerVariant = 3;
-constexpr int kTuningRepetitions = 2;
 
 // Builds the cuDNN operation graph of `variant` into plan.keep_alive (the graph last).
 void build_graph(ConvPlan& plan, cudnnHandle_t handle, DType dtype, int64_t alignment,
@@ -232,7 +220,7 @@ void build_graph(ConvPlan& plan, cudnnHandle_t handle, DType dtype, int64_t alig
   const ConvGeometry& g = plan.geo;
   const ConvVariant& v = plan.variant;
   const cudnnDataType_t data_type = cudnn_dtype(dtype);
-  auto& descs = *plan.keep_alive;
+  auto& descs = plan.keep_alive;
   auto tensor = [&](int64_t uid, cudnnDataType_t type, const std::vector<int64_t>& dims,
                     bool is_virtual) -> const CudnnDescriptor& {
     descs.push_back(make_tensor_descriptor(uid, type, dims, layout_strides(dims, v.layout),
@@ -404,6 +392,7 @@ class ConvKernel : public backends::Kernel {
                ir::shape_to_string(x.shape()));
     const std::vector<int64_t> x_dims = channels_last_ ? channels_first_dims(x.shape()) : x.shape();
     CudaRunContext& rc = run_context(ctx);
+    EpilogueShape epilogue{b != nullptr, z != nullptr, activation_};
 
     int64_t alignment = std::min(alignment_of(x.raw()), alignment_of(w.raw()));
     if (b) alignment = std::min(alignment, alignment_of(b->raw()));
@@ -419,16 +408,16 @@ class ConvKernel : public backends::Kernel {
     key.insert(key.end(), x.shape().begin(), x.shape().end());
     key.insert(key.end(), w.shape().begin(), w.shape().end());
     if (z) key.insert(key.end(), z->shape().begin(), z->shape().end());
-    const std::vector<int64_t> out_dims = conv_geometry(ctx, x_dims, w, group_).out_shape();
-    ir::Tensor& y = ctx.allocate_output(0, x.dtype(), stored_dims(out_dims));
-    ConvEpilogue full{b ? b->raw() : nullptr, z ? z->raw() : nullptr, activation_, clip_lo_,
-                      clip_hi_};
-    std::shared_ptr<const ConvPlan> plan =
-        plan_for(key, [&] { return make_plan(ctx, x, x_dims, w, b, z, y, full, alignment); });
+    std::shared_ptr<const ConvPlan> plan = plan_for(
+        key, [&] { return make_plan(ctx, x_dims, x.dtype(), w, b, z, epilogue, alignment); });
+
+    ir::Tensor& y = ctx.allocate_output(0, x.dtype(), stored_dims(plan->geo.out_shape()));
     if (y.numel() == 0) return;
     const ConvGeometry& g = plan->geo;
     const int64_t out_size = product(g.out);
     cudaStream_t stream = rc.stream;
+    ConvEpilogue full{b ? b->raw() : nullptr, z ? z->raw() : nullptr, activation_, clip_lo_,
+                      clip_hi_};
     if (!plan->has_conv) {
       // No input channels: the result is the epilogue applied to zeros.
       SY_CUDA_CHECK(cudaMemsetAsync(y.raw(), 0, y.nbytes(), stream));
@@ -445,16 +434,11 @@ class ConvKernel : public backends::Kernel {
     return channels_last_ ? channels_last_dims(nchw) : nchw;
   }
 
-  // The plan for one shape signature. Every candidate (variant x engine) that cuDNN can build
-  // is timed on this call's own buffers and the fastest kept, as cudnn.benchmark does; y is
-  // written by the trials and then by the real run. Inside a CUDA-graph capture nothing can be
-  // timed: the first candidate in the heuristics' order is taken.
-  std::shared_ptr<const ConvPlan> make_plan(KernelContext& ctx, const ir::Tensor& x,
-                                            const std::vector<int64_t>& x_dims, const ir::Tensor& w,
-                                            const ir::Tensor* b, const ir::Tensor* z, ir::Tensor& y,
-                                            const ConvEpilogue& full, int64_t alignment) const {
-    const DType dtype = x.dtype();
-    const EpilogueShape epilogue{b != nullptr, z != nullptr, activation_};
+  std::shared_ptr<const ConvPlan> make_plan(const KernelContext& ctx,
+                                            const std::vector<int64_t>& x_dims, DType dtype,
+                                            const ir::Tensor& w, const ir::Tensor* b,
+                                            const ir::Tensor* z, const EpilogueShape& epilogue,
+                                            int64_t alignment) const {
     auto plan = std::make_shared<ConvPlan>();
     plan->geo = conv_geometry(ctx, x_dims, w, group_);
     const ConvGeometry& g = plan->geo;
@@ -470,46 +454,31 @@ class ConvKernel : public backends::Kernel {
     std::vector<cudnnBackendNumericalNote_t> excluded;
     if (dtype == DType::Float32 && !allow_tf32(ctx))
       excluded = {CUDNN_NUMERICAL_NOTE_TENSOR_CORE, CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS};
-    CudaRunContext& rc = run_context(ctx);
-    const bool tune = !rc.capturing;
-    std::vector<std::shared_ptr<ConvPlan>> candidates;
+    cudnnHandle_t handle = run_context(ctx).cudnn;
     std::vector<std::string> reasons;
     for (const ConvVariant& variant :
          candidate_variants(dtype, epilogue, g.symmetric_pads(), channels_last_)) {
-      ConvPlan proto;
-      proto.geo = g;
-      proto.has_conv = true;
-      proto.variant = variant;
-      proto.keep_alive = std::make_shared<std::deque<CudnnDescriptor>>();
+      plan->variant = variant;
+      plan->keep_alive.clear();
+      plan->padded_in.clear();
       if (variant.padded_input)
         for (size_t i = 0; i < g.in.size(); ++i)
-          proto.padded_in.push_back(g.in[i] + g.pad_begin[i] + g.pad_end[i]);
+          plan->padded_in.push_back(g.in[i] + g.pad_begin[i] + g.pad_end[i]);
       std::vector<std::string> variant_reasons;
       try {
-        build_graph(proto, rc.cudnn, dtype, alignment, epilogue);
-        for (ExecutionPlan& exec :
-             find_execution_plans(rc.cudnn, proto.keep_alive->back(), excluded, kMaxWorkspaceBytes,
-                                  tune ? kTunedEnginesPerVariant : 1, variant_reasons)) {
-          auto c = std::make_shared<ConvPlan>();
-          c->geo = g;
-          c->has_conv = true;
-          c->variant = variant;
-          c->padded_in = proto.padded_in;
-          c->keep_alive = proto.keep_alive;
-          c->uids = proto.uids;
-          c->exec = std::move(exec);
-          candidates.push_back(std::move(c));
+        build_graph(*plan, handle, dtype, alignment, epilogue);
+        std::optional<ExecutionPlan> exec = find_execution_plan(
+            handle, plan->keep_alive.back(), excluded, kMaxWorkspaceBytes, variant_reasons);
+        if (exec) {
+          plan->exec = std::move(*exec);
+          return plan;
         }
       } catch (const CudnnGraphError& e) {
         variant_reasons.push_back(e.what());
       }
       for (const std::string& r : variant_reasons)
         reasons.push_back(fmt::format("{}: {}", variant.describe(), r));
-      if (!tune && !candidates.empty()) break;
     }
-    if (candidates.size() == 1 || (!candidates.empty() && (!tune || y.numel() == 0)))
-      return candidates.front();
-    if (!candidates.empty()) return fastest(ctx, candidates, x, w, b, z, y, full);
     SY_THROW(Unsupported,
              "{}: cuDNN has no engine for this convolution (X {} {}, W {}, strides {}, "
              "dilations {}, pads {} / {}, group {}{}{}); tried:{}",
@@ -518,47 +487,6 @@ class ConvKernel : public backends::Kernel {
              channels_last_ ? ", channels-last" : "",
              dtype == DType::Float32 && !allow_tf32(ctx) ? ", tensor cores excluded" : "",
              join_reasons(reasons));
-  }
-
-  // Times each candidate (one warm-up run, then kTuningRepetitions) on the stream and returns the
-  // fastest; a candidate whose run fails is passed over (cuDNN may refuse a plan at run time).
-  std::shared_ptr<const ConvPlan> fastest(KernelContext& ctx,
-                                          const std::vector<std::shared_ptr<ConvPlan>>& candidates,
-                                          const ir::Tensor& x, const ir::Tensor& w,
-                                          const ir::Tensor* b, const ir::Tensor* z, ir::Tensor& y,
-                                          const ConvEpilogue& full) const {
-    cudaStream_t stream = run_context(ctx).stream;
-    cudaEvent_t start = nullptr, stop = nullptr;
-    SY_CUDA_CHECK(cudaEventCreate(&start));
-    SY_CUDA_CHECK(cudaEventCreate(&stop));
-    struct Events {
-      cudaEvent_t a, b;
-      ~Events() {
-        cudaEventDestroy(a);
-        cudaEventDestroy(b);
-      }
-    } events{start, stop};
-    std::shared_ptr<ConvPlan> best;
-    std::string last_error;
-    for (const std::shared_ptr<ConvPlan>& c : candidates) {
-      try {
-        run_plan(ctx, *c, x, w, b, z, y, full);
-        SY_CUDA_CHECK(cudaEventRecord(start, stream));
-        for (int r = 0; r < kTuningRepetitions; ++r) run_plan(ctx, *c, x, w, b, z, y, full);
-        SY_CUDA_CHECK(cudaEventRecord(stop, stream));
-        SY_CUDA_CHECK(cudaEventSynchronize(stop));
-        float ms = 0;
-        SY_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-        c->measured_ms = ms / kTuningRepetitions;
-        if (!best || c->measured_ms < best->measured_ms) best = c;
-      } catch (const Error& e) {
-        if (e.code() == ErrorCode::DeviceLost || e.code() == ErrorCode::OutOfMemory) throw;
-        last_error = e.message();
-      }
-    }
-    SY_CHECK(best != nullptr, Unsupported, "{}: every cuDNN plan for this convolution failed: {}",
-             ctx.node().describe(), last_error);
-    return best;
   }
 
   template <typename Build>

@@ -178,15 +178,13 @@ CudnnDescriptor make_operation_graph(cudnnHandle_t handle,
   return graph;
 }
 
-std::vector<ExecutionPlan> find_execution_plans(
+std::optional<ExecutionPlan> find_execution_plan(
     cudnnHandle_t handle, const CudnnDescriptor& graph,
     const std::vector<cudnnBackendNumericalNote_t>& excluded_notes, int64_t max_workspace_bytes,
-    size_t max_plans, std::vector<std::string>& failures) {
-  std::vector<ExecutionPlan> found;
+    std::vector<std::string>& failures) {
   const std::pair<cudnnBackendHeurMode_t, const char*> modes[] = {
       {CUDNN_HEUR_MODE_A, "heuristics A"}, {CUDNN_HEUR_MODE_FALLBACK, "fallback heuristics"}};
   for (const auto& [mode, mode_name] : modes) {
-    if (!found.empty()) break;
     std::vector<CudnnDescriptor> configs;
     try {
       configs = engine_configs(graph, mode);
@@ -196,7 +194,6 @@ std::vector<ExecutionPlan> find_execution_plans(
     }
     if (configs.empty()) failures.push_back(fmt::format("{}: no engine proposed", mode_name));
     for (CudnnDescriptor& config : configs) {
-      if (found.size() >= max_plans) break;
       try {
         EngineInfo engine = engine_info(config);
         auto excluded = std::find_first_of(engine.notes.begin(), engine.notes.end(),
@@ -230,13 +227,13 @@ std::vector<ExecutionPlan> find_execution_plans(
         }
         result.engine_index = engine.index;
         result.engine_config = std::move(config);
-        found.push_back(std::move(result));
+        return result;
       } catch (const CudnnGraphError& e) {
         failures.push_back(fmt::format("{}: {}", mode_name, e.what()));
       }
     }
   }
-  return found;
+  return std::nullopt;
 }
 
 }  // namespace switchyard::cuda

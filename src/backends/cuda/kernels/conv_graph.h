@@ -9,6 +9,7 @@
 #include <cudnn.h>
 
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -73,15 +74,14 @@ struct ExecutionPlan {
   int64_t engine_index = -1;  ///< cuDNN's global engine index, for messages
 };
 
-/// Asks cuDNN's heuristics (mode A, then the fallback list when mode A gives none) for engine
-/// configurations of `graph` and returns up to `max_plans` that finalize into plans for
-/// `handle`, in the heuristics' order, skipping engines that carry any of `excluded_notes` and
-/// plans that need more than `max_workspace_bytes`: the candidates an autotuner times. When it
-/// returns none, `failures` has one line per reason (heuristics errors, skipped engines,
-/// finalize statuses).
-std::vector<ExecutionPlan> find_execution_plans(
+/// Asks cuDNN's heuristics (mode A, then the fallback list) for engine configurations of
+/// `graph` and returns the first that finalizes into a plan for `handle`, skipping engines
+/// that carry any of `excluded_notes` and plans that need more than `max_workspace_bytes`.
+/// Returns nullopt when none does; `failures` then gets one line per reason (heuristics
+/// errors, skipped engines, finalize statuses).
+std::optional<ExecutionPlan> find_execution_plan(
     cudnnHandle_t handle, const CudnnDescriptor& graph,
     const std::vector<cudnnBackendNumericalNote_t>& excluded_notes, int64_t max_workspace_bytes,
-    size_t max_plans, std::vector<std::string>& failures);
+    std::vector<std::string>& failures);
 
 }  // namespace switchyard::cuda
