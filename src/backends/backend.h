@@ -104,6 +104,10 @@ class Backend {
   virtual bool owns(const ir::Tensor& tensor) const = 0;
   /// The host kernels when this backend runs them (cpu, sim): used to fold constants.
   virtual const KernelRegistry* host_kernels() const { return nullptr; }
+  /// Whether this device's partitions run small integer shape computations (placement's
+  /// host-shape nodes: Shape/Size and what is computed from them) on the host inside the
+  /// partition, so they may stay in it instead of splitting it around a cpu partition.
+  virtual bool runs_shape_steps_inline() const { return false; }
 };
 
 /// A partition run by a GraphProgram over `registry`'s kernels (the cpu and sim backends).

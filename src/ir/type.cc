@@ -53,13 +53,23 @@ Type Type::optional(Type element) {
   return t;
 }
 
+bool is_shape_like(const Type& t) {
+  if (!t.is_tensor() || (t.dtype != DType::Int64 && t.dtype != DType::Int32) || !t.shape ||
+      t.shape->size() > 1)
+    return false;
+  return t.shape->empty() || ((*t.shape)[0].is_static() && (*t.shape)[0].value <= 64);
+}
+
 std::string Type::to_string() const {
   switch (kind) {
-    case Kind::Unknown: return "?";
+    case Kind::Unknown:
+      return "?";
     case Kind::Tensor:
       return fmt::format("{}{}", dtype_name(dtype), shape ? shape_to_string(*shape) : "[...]");
-    case Kind::Sequence: return fmt::format("seq({})", element ? element->to_string() : "?");
-    case Kind::Optional: return fmt::format("optional({})", element ? element->to_string() : "?");
+    case Kind::Sequence:
+      return fmt::format("seq({})", element ? element->to_string() : "?");
+    case Kind::Optional:
+      return fmt::format("optional({})", element ? element->to_string() : "?");
   }
   return "?";
 }

@@ -38,8 +38,8 @@ Shape make_shape(const std::vector<int64_t>& dims);
 struct Type {
   enum class Kind { Unknown, Tensor, Sequence, Optional };
   Kind kind = Kind::Unknown;
-  DType dtype = DType::Undefined;  ///< tensor element type
-  std::optional<Shape> shape;      ///< tensor shape; nullopt = rank unknown
+  DType dtype = DType::Undefined;       ///< tensor element type
+  std::optional<Shape> shape;           ///< tensor shape; nullopt = rank unknown
   std::shared_ptr<const Type> element;  ///< for Sequence and Optional
 
   static Type tensor(DType dtype, std::optional<Shape> shape = std::nullopt);
@@ -55,5 +55,9 @@ struct Type {
   /// "float[batch,3,224,224]", "seq(int64[?])", "optional(float[2])".
   std::string to_string() const;
 };
+
+/// A value small enough to be a shape: an int32/int64 tensor of rank <= 1 with at most 64
+/// elements (what placement keeps on the host as a shape computation).
+bool is_shape_like(const Type& t);
 
 }  // namespace switchyard::ir

@@ -21,14 +21,7 @@ std::string device_list_text(const std::vector<const Backend*>& devices) {
   return s;
 }
 
-bool is_integer_dtype(ir::DType d) { return d == ir::DType::Int64 || d == ir::DType::Int32; }
-
-// A value small enough to be a shape: an integer tensor of rank <= 1 with at most 64 elements.
-bool shape_like(const ir::Value* v) {
-  const ir::Type& t = v->type();
-  if (!t.is_tensor() || !is_integer_dtype(t.dtype) || !t.shape || t.shape->size() > 1) return false;
-  return t.shape->empty() || ((*t.shape)[0].is_static() && (*t.shape)[0].value <= 64);
-}
+bool shape_like(const ir::Value* v) { return ir::is_shape_like(v->type()); }
 
 // Values of `graph` a node reads, directly or from inside its subgraphs, in first-use order.
 std::vector<const ir::Value*> values_read(const ir::Node& node, const ir::Graph& graph) {
@@ -369,10 +362,30 @@ class Placer {
       host_shape[i] = true;
       NodeState& st = state_[i];
       if (st.device == 0 || (st.cause != Cause::Preferred && st.cause != Cause::Split)) continue;
+      // A device that runs shape steps inside its partitions keeps a chain that starts from
+      // its own values: the partition need not be split around a cpu partition.
+      if (dev(st.device).runs_shape_steps_inline() && inputs_produced_on(i, st.device)) {
+        st.cause = Cause::HostShape;
+        st.reason = fmt::format(
+            "a small integer shape computation: run on the host inside its {} partition, so no "
+            "device sync is needed and the partition is not split",
+            dev_id(st.device));
+        continue;
+      }
       if (!host_runs(i)) continue;
       st = {0, Cause::HostShape,
             "a small integer shape computation: kept on the host so no device sync is needed"};
     }
+  }
+
+  // Whether every non-constant input of node i is produced by a node on device d.
+  bool inputs_produced_on(size_t i, int d) const {
+    for (const ir::Value* v : nodes_[i]->inputs()) {
+      if (!v || v->is_constant()) continue;
+      const ir::Node* p = v->owner() == &graph_ ? v->producer() : nullptr;
+      if (!p || state_[static_cast<size_t>(node_index_.at(p))].device != d) return false;
+    }
+    return true;
   }
 
   // Pass 5: an accelerator island whose copies cost more than it saves moves to the host;

@@ -1054,5 +1054,43 @@ TEST(PlacerHostShape, ShapeChainsStayOnTheHostWithoutCopyingTheTensorTheyMeasure
   expect_bit_identical_to_cpu(shape_chain_graph(), {x}, o.outputs);
 }
 
+TEST(PlacerHostShape, ADeviceThatRunsShapeStepsInlineKeepsTheChainInItsPartition) {
+  // The chain measures a value the device made: on a device that runs shape steps inside its
+  // partitions (the CUDA backend; here a simulated one) it stays there, so relu and reshape
+  // are not split around a cpu partition.
+  sim::SimDeviceConfig inline_sim = fast_sim();
+  inline_sim.shape_steps_inline = true;
+  auto exe = compile(shape_chain_graph(), cpu_and({inline_sim}), prefer("sim:0"));
+  const PlacementReport& report = exe->placement_report();
+  for (const char* node : {"shape_of", "take_n", "new_dims"}) {
+    EXPECT_EQ(device_of(report, node), "sim:0") << node;
+    EXPECT_EQ(cause_of(report, node), "host_shape") << node;
+    EXPECT_NE(decision_of(report, node).reason.find("inside its sim:0 partition"),
+              std::string::npos)
+        << decision_of(report, node).reason;
+  }
+  ASSERT_EQ(report.partitions.size(), 1u);
+  const int64_t n = 5;
+  ir::Tensor x = random_tensor(kF32, {n, 256}, 43);
+  Observed o = run_observed(*exe, {x});
+  expect_trace_matches_report(report, o);
+  EXPECT_EQ(o.stats.copies, 2);  // X in, Y out
+  ASSERT_EQ(o.outputs[0].tensor.shape(), (std::vector<int64_t>{n, 16, 16}));
+  expect_bit_identical_to_cpu(shape_chain_graph(), {x}, o.outputs);
+
+  // A chain measuring a graph input (made on the host) still runs on the cpu.
+  auto from_input = [] {
+    auto g = std::make_unique<ir::Graph>("shape_of_input");
+    ir::Value* x = g->add_input("X", ir::Type::tensor(kF32, ir::Shape{ir::Dim("N"), 256}));
+    ir::Value* s = g->add_node("Shape", "shape_of", {x}, {"S"})->output(0);
+    ir::Value* r = g->add_node("Relu", "relu", {x}, {"R"})->output(0);
+    g->add_output(g->add_node("Reshape", "reshape", {r, s}, {"Y"})->output(0));
+    return g;
+  };
+  auto exe2 = compile(from_input, cpu_and({inline_sim}), prefer("sim:0"));
+  EXPECT_EQ(device_of(exe2->placement_report(), "shape_of"), "cpu");
+  EXPECT_EQ(cause_of(exe2->placement_report(), "shape_of"), "host_shape");
+}
+
 }  // namespace
 }  // namespace switchyard::placement

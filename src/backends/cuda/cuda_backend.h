@@ -30,6 +30,8 @@ class CudaBackend : public backends::Backend {
   ir::Datum copy_out(const ir::Datum& value, backends::HostPool& host_pool) const override;
   std::vector<int> host_inputs(const ir::Node& node) const override;
   std::string precision_of(const ir::Node& node) const override;
+  /// Shape computations kept in a partition run there on the host (cuda_partition.cc).
+  bool runs_shape_steps_inline() const override { return true; }
   bool owns(const ir::Tensor& tensor) const override;
 
   int index() const { return index_; }

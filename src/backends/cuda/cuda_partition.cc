@@ -8,9 +8,11 @@
 // concurrent run of the same signature) makes the other run go eagerly.
 #include <algorithm>
 #include <list>
+#include <numeric>
 #include <set>
 #include <unordered_map>
 
+#include "backends/cpu/cpu_kernels.h"
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/fusion.h"
@@ -24,6 +26,63 @@ namespace switchyard::cuda {
 namespace {
 
 constexpr size_t kMaxGraphsPerPartition = 8;
+
+bool is_graph_output(const ir::Graph& g, const ir::Value* v) {
+  return std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end();
+}
+
+// The nodes that run on the host with the cpu kernels: the small integer shape computations
+// placement keeps inside this partition (docs/placement.md, rule 3). A node qualifies when its
+// outputs are shape-like, it is Shape or Size (which read only their input's shape, known on the
+// host without a sync) or every other input is a host step's result or a partition input that
+// arrives on the host, and every reader takes its results on the host: another host step, or a
+// kernel's host input (a Reshape target). Its results are never partition outputs, which must be
+// in device memory; a node that misses a condition runs its CUDA kernel as before.
+std::set<const ir::Node*> find_host_steps(const ir::Graph& g, const std::vector<char>& on_host,
+                                          const backends::KernelRegistry& kernels) {
+  const backends::KernelRegistry& host = cpu::cpu_kernels();
+  std::set<const ir::Value*> host_inputs;
+  for (size_t i = 0; i < g.inputs().size(); ++i)
+    if (i < on_host.size() && on_host[i]) host_inputs.insert(g.inputs()[i]);
+  std::set<const ir::Node*> steps;
+  for (const auto& n : g.nodes()) {
+    bool ok = n->subgraphs().empty() && n->num_outputs() > 0 && host.supports(*n).ok;
+    for (const ir::Value* v : n->outputs()) ok = ok && ir::is_shape_like(v->type());
+    if (ok) steps.insert(n.get());
+  }
+  // Drop nodes that break a condition until none does: dropping one can break its neighbours'.
+  auto reads_ok = [&](const ir::Node& n) {
+    if (n.op_type() == "Shape" || n.op_type() == "Size") return true;
+    for (const ir::Value* v : n.inputs()) {
+      if (!v || v->is_constant() || host_inputs.count(v)) continue;
+      if (!v->producer() || !steps.count(v->producer())) return false;
+    }
+    return true;
+  };
+  auto readers_ok = [&](const ir::Node& n) {
+    for (const ir::Value* v : n.outputs()) {
+      if (is_graph_output(g, v)) return false;
+      for (auto [reader, idx] : v->uses()) {
+        if (steps.count(reader)) continue;
+        std::vector<int> hi = kernels.host_inputs(*reader);
+        if (std::find(hi.begin(), hi.end(), idx) == hi.end()) return false;
+      }
+    }
+    return true;
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (auto it = steps.begin(); it != steps.end();) {
+      if (reads_ok(**it) && readers_ok(**it)) {
+        ++it;
+      } else {
+        it = steps.erase(it);
+        changed = true;
+      }
+    }
+  }
+  return steps;
+}
 
 // The partition's nodes in a graph of their own: inputs as graph inputs, constants as
 // initializers (sharing storage), outputs as graph outputs in partition order.
@@ -184,6 +243,7 @@ class CudaPartition : public backends::CompiledPartition {
  private:
   struct Step {
     const ir::Node* node;
+    bool on_host = false;  // a shape computation run by the cpu kernel (find_host_steps)
     std::unique_ptr<backends::Kernel> kernel;
     std::vector<int> input_slots;  // -1: omitted
     std::vector<char> host_input;  // read on the host
@@ -222,12 +282,19 @@ class CudaPartition : public backends::CompiledPartition {
     for (const ir::Value* in : graph_->inputs())
       if (!in->type().is_tensor()) capturable_ = false;
 
+    const std::set<const ir::Node*> host_steps = find_host_steps(*graph_, input_on_host_, kernels);
     std::vector<int> last_use(num_slots_, -1);
     for (const auto& n : graph_->nodes()) {
       Step step;
       step.node = n.get();
-      step.kernel = kernels.create(*n);
+      step.on_host = host_steps.count(n.get()) > 0;
+      step.kernel = step.on_host ? cpu::cpu_kernels().create(*n) : kernels.create(*n);
       std::vector<int> hi = kernels.host_inputs(*n);
+      if (step.on_host) {
+        hi.resize(n->num_inputs());
+        std::iota(hi.begin(), hi.end(), 0);  // a host step reads every input on the host
+        has_host_steps_ = true;
+      }
       for (size_t k = 0; k < n->num_inputs(); ++k) {
         const ir::Value* v = n->input(k);
         bool host = std::find(hi.begin(), hi.end(), static_cast<int>(k)) != hi.end();
@@ -272,6 +339,12 @@ class CudaPartition : public backends::CompiledPartition {
     backends::Profiler* profiler = state.profiler;
     std::vector<cudaEvent_t> events;
     int64_t host_start = profiler ? profiler->now_us() : 0;
+    // Host steps allocate their small results in host memory.
+    backends::RunState host_state;
+    if (has_host_steps_) {
+      host_state.pool = backends::HostPool::create();
+      host_state.num_threads = 1;
+    }
     for (size_t index = 0; index < steps_.size(); ++index) {
       const Step& step = steps_[index];
       rc.error_code = static_cast<int32_t>(index + 1);
@@ -288,7 +361,7 @@ class CudaPartition : public backends::CompiledPartition {
         }
       }
       std::vector<ir::Datum> out(step.output_slots.size());
-      backends::KernelContext ctx(*step.node, in, out, state, nullptr);
+      backends::KernelContext ctx(*step.node, in, out, step.on_host ? host_state : state, nullptr);
       if (profiler) {
         cudaEvent_t e;
         SY_CUDA_CHECK(cudaEventCreate(&e));
@@ -500,6 +573,7 @@ class CudaPartition : public backends::CompiledPartition {
   std::vector<char> input_on_host_;
   std::unique_ptr<ir::Graph> graph_;
   std::vector<Step> steps_;
+  bool has_host_steps_ = false;
   size_t num_slots_ = 0;
   std::vector<ir::Datum> constants_;       // device copies, per slot
   std::vector<ir::Datum> host_constants_;  // host tensors for host reads, per slot

@@ -158,6 +158,11 @@ std::vector<SimDeviceConfig> parse_sim_config(const std::string& path) {
         number("copy_latency_us", c.copy_latency_us, 0);
       } else if (key == "copy_gbytes_per_s") {
         number("copy_gbytes_per_s", c.copy_gbytes_per_s, 1e-6);
+      } else if (key == "shape_steps_inline") {
+        SY_CHECK(it->is_boolean(), InvalidArgument,
+                 "--sim-config '{}': device {} field 'shape_steps_inline' must be true or false",
+                 path, i);
+        c.shape_steps_inline = it->get<bool>();
       } else if (key == "memory_bytes") {
         SY_CHECK(it->is_number_unsigned(), InvalidArgument,
                  "--sim-config '{}': device {} field 'memory_bytes' must be a non-negative "

@@ -26,7 +26,8 @@ struct SimDeviceConfig {
   double gbytes_per_s = 500.0;
   double copy_latency_us = 10.0;
   double copy_gbytes_per_s = 10.0;
-  uint64_t memory_bytes = 0;  ///< 0 = unlimited
+  uint64_t memory_bytes = 0;        ///< 0 = unlimited
+  bool shape_steps_inline = false;  ///< Backend::runs_shape_steps_inline (as the CUDA backend)
 };
 
 /// Parses a --sim-config file: a JSON list with one object per device. Throws InvalidArgument
@@ -48,6 +49,7 @@ class SimBackend : public backends::Backend {
   ir::Datum copy_in(const ir::Datum& value, backends::HostPool& pool) const override;
   bool owns(const ir::Tensor& tensor) const override;
   const backends::KernelRegistry* host_kernels() const override;
+  bool runs_shape_steps_inline() const override { return config_.shape_steps_inline; }
   const SimDeviceConfig& config() const { return config_; }
 
  private:
