@@ -203,6 +203,7 @@ struct ChainSpec {
   std::string activation;       // "", "Relu", "Gelu"
   bool expose_product = false;  // the MatMul output is a graph output too (no fusion then)
   bool gemm = false;            // Gemm(x, w, bias) → activation instead of MatMul
+  std::string scale;            // "", "Div" (by 8) or "Mul" (by 0.125) right after the MatMul
 };
 
 std::unique_ptr<ir::Graph> chain_graph(const ChainSpec& s, uint64_t seed) {
@@ -217,6 +218,11 @@ std::unique_ptr<ir::Graph> chain_graph(const ChainSpec& s, uint64_t seed) {
   } else {
     y = g->add_node("MatMul", "matmul", {x, w}, {"y"})->output(0);
     if (s.expose_product) outputs.push_back(y);
+    if (!s.scale.empty()) {
+      Tensor c(DType::Float32, {});
+      c.data<float>()[0] = s.scale == "Div" ? 8.0f : 0.125f;
+      y = g->add_node(s.scale, "scale", {y, g->add_constant("c", c)}, {"y_scaled"})->output(0);
+    }
     if (s.bias) {
       std::vector<ir::Value*> in =
           s.bias_first ? std::vector<ir::Value*>{b, y} : std::vector<ir::Value*>{y, b};
@@ -273,6 +279,27 @@ TEST(CudaMatMulFusion, BiasAndActivations) {
       }
     }
   }
+}
+
+TEST(CudaMatMulFusion, ScaleFoldsIntoTheProduct) {
+  // Attention's scores / sqrt(d): cuBLASLt's alpha, before the bias and the activation.
+  SY_SKIP_WITHOUT_GPU();
+  uint64_t seed = 650;
+  for (const char* scale : {"Div", "Mul"})
+    for (bool bias : {false, true})
+      for (const char* act : {"", "Relu"}) {
+        ChainSpec s;
+        s.scale = scale;
+        s.bias = bias;
+        s.activation = act;
+        s.rows = 37;
+        s.n = 24;
+        SCOPED_TRACE(fmt::format("{} bias {} activation '{}'", scale, bias, act));
+        expect_chain_matches_cpu(s, seed, 1e-4, 1e-4);
+        expect_chain_matches_cpu(s, seed, 2e-2, 2e-2, "fp16");
+        expect_chain_matches_cpu(s, seed, 2e-2, 2e-2, "bf16");
+        seed += 3;
+      }
 }
 
 TEST(CudaMatMulFusion, SharedProductIsNotAbsorbed) {

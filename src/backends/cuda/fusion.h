@@ -6,7 +6,8 @@
 //       (Conv only, bounds in "_sy_clip_min" / "_sy_clip_max") — applied to the node's result
 //       after bias/residual.
 //   Conv: optional input 3 = residual Z (same shape as Y): Y = act(conv(X, W) + B + Z).
-//   MatMul: optional input 2 = bias (1-D, length N): Y = act(A @ B + bias).
+//   MatMul: optional input 2 = bias (1-D, length N), attribute "_sy_alpha" (float, default 1):
+//       Y = act(alpha * (A @ B) + bias).
 //   Gemm: "_sy_activation" only (C already is its bias).
 //   attribute "_sy_layout" (string) "NHWC": set by the layout pass (layout.h), not by fusion;
 //       the node's 4-D activations are stored channels-last.

@@ -500,7 +500,8 @@ void run_empty_product(const CudaRunContext& rc, ir::Tensor& y, bool preset, int
 
 class MatMulKernel : public backends::Kernel {
  public:
-  explicit MatMulKernel(const backends::KernelInit& init) : act_(activation_or_throw(init.node)) {}
+  explicit MatMulKernel(const backends::KernelInit& init)
+      : act_(activation_or_throw(init.node)), alpha_(init.node.attr_float("_sy_alpha", 1.0f)) {}
 
   void run(backends::KernelContext& ctx) const override {
     const ir::Tensor& a = ctx.input(0);
@@ -546,11 +547,12 @@ class MatMulKernel : public backends::Kernel {
       p.workspace_bytes = rc.workspace_bytes;
       return build_plan(ctx, rc.cublaslt, p, bias_p);
     });
-    run_plan(*plan, rc, a.raw(), b.raw(), y.raw(), y.numel(), bias_p, 1.0, 0.0);
+    run_plan(*plan, rc, a.raw(), b.raw(), y.raw(), y.numel(), bias_p, alpha_, 0.0);
   }
 
  private:
   MatMulActivation act_;
+  float alpha_;  // "_sy_alpha": a fused scale of the product (matmul_fusion.cc)
   PlanCache cache_;
 };
 

@@ -1,17 +1,19 @@
 // fuse_matmul_epilogues (fusion.h): on a CUDA partition's private graph, folds
-//   MatMul → Add(bias) → Relu | Gelu   (the Add and the activation each optional, not both absent)
+//   MatMul → Div | Mul(scalar) → Add(bias) → Relu | Gelu   (each optional, not all absent)
 //   Gemm → Relu | Gelu
-// into the MatMul / Gemm node: the bias becomes MatMul's input 2, the activation its
-// "_sy_activation" attribute (matmul.cc runs both). The bias is a 1-D float constant (or graph
-// input) of length N, B's static last dim, with the MatMul's dtype, in either Add operand order.
-// Gelu is fused only in its exact (erf) form. A node is absorbed only when the value it reads
-// from the chain has that one use and is not a graph output; the chain's last value is replaced
-// by the MatMul/Gemm output everywhere (graph outputs included).
+// into the MatMul / Gemm node: the scale becomes MatMul's "_sy_alpha" attribute (cuBLASLt's
+// alpha: attention's scores / sqrt(d) costs no pass of its own), the bias its input 2, the
+// activation its "_sy_activation" attribute (matmul.cc runs all three). The bias is a 1-D float
+// constant (or graph input) of length N, B's static last dim, with the MatMul's dtype, in either
+// Add operand order. Gelu is fused only in its exact (erf) form. A node is absorbed only when the
+// value it reads from the chain has that one use and is not a graph output; the chain's last value
+// is replaced by the MatMul/Gemm output everywhere (graph outputs included).
 //
 // The fused MatMul has three inputs, more than its ONNX schema allows: the graph still passes
 // ir::verify (structure only: the bias is visible before the node, since constants and graph
 // inputs are), but type inference must not run again on the fused graph.
 #include <algorithm>
+#include <cmath>
 #include <optional>
 
 #include "backends/cuda/fusion.h"
@@ -22,6 +24,7 @@ namespace switchyard::cuda {
 namespace {
 
 constexpr const char* kActivationAttr = "_sy_activation";
+constexpr const char* kAlphaAttr = "_sy_alpha";
 
 bool is_op(const ir::Node& node, ops::OpKind kind) {
   if (node.kind_id() >= 0) return node.kind_id() == static_cast<int>(kind);
@@ -65,6 +68,22 @@ ir::Value* bias_operand(const ir::Node& add, const ir::Value* from, int64_t n) {
   return len.is_static() && len.value == n ? other : nullptr;
 }
 
+// The factor when `node` scales `from` by a float constant of one element that does not widen
+// the result: from / c (alpha 1 / c) or from * c, c * from (alpha c).
+std::optional<double> scale_factor(const ir::Node& node, const ir::Value* from) {
+  const bool div = is_op(node, ops::OpKind::Div), mul = is_op(node, ops::OpKind::Mul);
+  if ((!div && !mul) || node.num_inputs() != 2 || node.num_outputs() != 1) return std::nullopt;
+  if (div && node.input(0) != from) return std::nullopt;
+  const ir::Value* c = node.input(0) == from ? node.input(1) : node.input(0);
+  if (!c || c == from || !c->is_constant() || !ir::dtype_is_float(c->constant().dtype()) ||
+      c->constant().numel() != 1 || !from->type().has_rank() ||
+      c->constant().rank() > from->type().rank())
+    return std::nullopt;
+  const double v = c->constant().scalar_as_double(0);
+  if (!std::isfinite(v) || (div && v == 0)) return std::nullopt;
+  return div ? 1.0 / v : v;
+}
+
 // "Relu" or "Gelu" when `node` is an activation the matmul kernels apply exactly, else "".
 std::string activation_name(const ir::Node& node) {
   if (node.num_inputs() != 1 || node.num_outputs() != 1) return "";
@@ -95,26 +114,35 @@ void fuse_matmul_epilogues(ir::Graph& graph) {
     if (!is_float_tensor(out)) continue;
 
     ir::Value* tail = out;
+    ir::Node* scale = nullptr;
+    std::optional<double> alpha;
     ir::Node* add = nullptr;
     ir::Value* bias = nullptr;
     if (matmul) {
       ir::Node* next = sole_consumer(graph, out);
+      if (next && (alpha = scale_factor(*next, out))) {
+        scale = next;
+        tail = scale->output(0);
+      }
+      next = sole_consumer(graph, tail);
       std::optional<int64_t> n = static_n(*node);
-      if (next && n && (bias = bias_operand(*next, out, *n))) {
+      if (next && n && (bias = bias_operand(*next, tail, *n))) {
         add = next;
         tail = add->output(0);
       }
     }
     ir::Node* act = activation_after(graph, tail);
     if (act) tail = act->output(0);
-    if (!add && !act) continue;
+    if (!scale && !add && !act) continue;
 
+    if (scale)
+      node->set_attribute(ir::Attribute::make_float(kAlphaAttr, static_cast<float>(*alpha)));
     if (add) node->add_input(bias);
     if (act)
       node->set_attribute(ir::Attribute::make_string(kActivationAttr, activation_name(*act)));
     graph.replace_all_uses(tail, out);
     // Detach the absorbed nodes first, so that erasing them leaves no orphaned values.
-    for (ir::Node* gone : {add, act}) {
+    for (ir::Node* gone : {scale, add, act}) {
       if (!gone) continue;
       for (size_t i = 0; i < gone->num_inputs(); ++i) gone->set_input(i, nullptr);
       absorbed.push_back(gone);

@@ -1,0 +1,119 @@
+// The CUDA backend's MatMul epilogue fusion (backends/cuda/kernels/matmul_fusion.cc), checked on
+// the graph it produces: a scale by a one-element constant (attention's scores / sqrt(d)), a
+// bias Add and an activation fold into the MatMul; anything else is left alone. Needs no GPU
+// (the GPU tests check the fused kernels' numbers).
+#include <gtest/gtest.h>
+
+#include "backends/cuda/fusion.h"
+#include "ir/check.h"
+#include "ops/shape_inference.h"
+#include "support/op_test_util.h"
+
+namespace switchyard::cuda {
+namespace {
+
+using testing::random_tensor;
+
+ir::Type f32(std::vector<int64_t> dims) {
+  ir::Shape s;
+  for (int64_t d : dims) s.push_back(ir::Dim(d));
+  return ir::Type::tensor(ir::DType::Float32, s);
+}
+
+ir::Value* scalar(ir::Graph& g, const std::string& name, float v, std::vector<int64_t> shape = {}) {
+  ir::Tensor t(ir::DType::Float32, shape);
+  t.data<float>()[0] = v;
+  return g.add_constant(name, t);
+}
+
+size_t count_nodes(const ir::Graph& g) { return g.nodes().size(); }
+
+TEST(CudaMatMulFusion, ScaleBiasAndActivationFoldIntoTheMatMul) {
+  // y = Relu(Div(x @ w, 8) + b)
+  ir::Graph g("scaled");
+  ir::Value* x = g.add_input("x", f32({2, 5, 4}));
+  ir::Value* w = g.add_constant("w", random_tensor(ir::DType::Float32, {4, 6}, 1));
+  ir::Value* b = g.add_constant("b", random_tensor(ir::DType::Float32, {6}, 2));
+  ir::Value* p = g.add_node("MatMul", "mm", {x, w}, {"p"})->output(0);
+  ir::Value* s = g.add_node("Div", "scale", {p, scalar(g, "eight", 8.0f)}, {"s"})->output(0);
+  ir::Value* a = g.add_node("Add", "bias", {s, b}, {"a"})->output(0);
+  ir::Value* y = g.add_node("Relu", "act", {a}, {"y"})->output(0);
+  g.add_output(y);
+  ops::infer_types(g);
+
+  fuse_matmul_epilogues(g);
+  ir::verify(g);
+  ASSERT_EQ(count_nodes(g), 1u);
+  const ir::Node* mm = g.find_node("mm");
+  ASSERT_NE(mm, nullptr);
+  EXPECT_FLOAT_EQ(mm->attr_float("_sy_alpha"), 0.125f);
+  EXPECT_EQ(mm->attr_string("_sy_activation"), "Relu");
+  EXPECT_EQ(mm->input(2), b);
+  EXPECT_EQ(g.outputs()[0], mm->output(0));
+}
+
+TEST(CudaMatMulFusion, MulByAOneElementConstantInEitherOrder) {
+  for (bool constant_first : {false, true}) {
+    ir::Graph g("mul");
+    ir::Value* x = g.add_input("x", f32({3, 4}));
+    ir::Value* w = g.add_constant("w", random_tensor(ir::DType::Float32, {4, 2}, 3));
+    ir::Value* p = g.add_node("MatMul", "mm", {x, w}, {"p"})->output(0);
+    ir::Value* c = scalar(g, "c", 0.5f, {1, 1});
+    std::vector<ir::Value*> in =
+        constant_first ? std::vector<ir::Value*>{c, p} : std::vector<ir::Value*>{p, c};
+    g.add_output(g.add_node("Mul", "scale", in, {"y"})->output(0));
+    ops::infer_types(g);
+    fuse_matmul_epilogues(g);
+    ir::verify(g);
+    ASSERT_EQ(count_nodes(g), 1u) << constant_first;
+    EXPECT_FLOAT_EQ(g.find_node("mm")->attr_float("_sy_alpha"), 0.5f);
+    EXPECT_EQ(g.outputs()[0]->name(), "p");
+  }
+}
+
+TEST(CudaMatMulFusion, ScalesThatAreNotAOneElementFactorStay) {
+  struct Case {
+    const char* what;
+    std::function<ir::Value*(ir::Graph&, ir::Value*)> build;
+  };
+  const std::vector<Case> cases = {
+      {"constant divided by the product",
+       [](ir::Graph& g, ir::Value* p) {
+         return g.add_node("Div", "scale", {scalar(g, "c", 8.0f), p}, {"y"})->output(0);
+       }},
+      {"division by zero",
+       [](ir::Graph& g, ir::Value* p) {
+         return g.add_node("Div", "scale", {p, scalar(g, "c", 0.0f)}, {"y"})->output(0);
+       }},
+      {"per-column factor",
+       [](ir::Graph& g, ir::Value* p) {
+         ir::Value* c = g.add_constant("c", random_tensor(ir::DType::Float32, {2}, 4));
+         return g.add_node("Mul", "scale", {p, c}, {"y"})->output(0);
+       }},
+      {"one element that widens the result",
+       [](ir::Graph& g, ir::Value* p) {
+         return g.add_node("Mul", "scale", {p, scalar(g, "c", 2.0f, {1, 1, 1})}, {"y"})->output(0);
+       }},
+      {"a product read twice",
+       [](ir::Graph& g, ir::Value* p) {
+         ir::Value* s = g.add_node("Mul", "scale", {p, scalar(g, "c", 2.0f)}, {"s"})->output(0);
+         return g.add_node("Add", "sum", {s, p}, {"y"})->output(0);
+       }},
+  };
+  for (const Case& c : cases) {
+    ir::Graph g("unscaled");
+    ir::Value* x = g.add_input("x", f32({3, 4}));
+    ir::Value* w = g.add_constant("w", random_tensor(ir::DType::Float32, {4, 2}, 5));
+    ir::Value* p = g.add_node("MatMul", "mm", {x, w}, {"p"})->output(0);
+    g.add_output(c.build(g, p));
+    ops::infer_types(g);
+    const size_t before = count_nodes(g);
+    fuse_matmul_epilogues(g);
+    ir::verify(g);
+    EXPECT_EQ(count_nodes(g), before) << c.what;
+    EXPECT_FALSE(g.find_node("mm")->has_attribute("_sy_alpha")) << c.what;
+  }
+}
+
+}  // namespace
+}  // namespace switchyard::cuda
