@@ -240,8 +240,8 @@ cudaError_t launch_conv_epilogue_in_place(DType dtype, void* y, int64_t batch, i
   return SY_DISPATCH_FLOAT(dtype, T, {
     epilogue_in_place_kernel<T><<<dev::blocks_for(total), dev::kThreads, 0, stream>>>(
         static_cast<T*>(y), total, channels, spatial_size, nhwc,
-        static_cast<const T*>(epilogue.bias),
-        static_cast<const T*>(epilogue.residual), act_params(epilogue));
+        static_cast<const T*>(epilogue.bias), static_cast<const T*>(epilogue.residual),
+        act_params(epilogue));
     return cudaGetLastError();
   });
 }

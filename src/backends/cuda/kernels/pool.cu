@@ -193,15 +193,15 @@ cudaError_t pool_typed(const PoolArgs& a, cudaStream_t stream) {
   const unsigned blocks = dev::blocks_for(total);
   if (a.channels_last && (a.indices || a.channels < 1)) return cudaErrorInvalidValue;
   if (a.mode == PoolMode::Max) {
-    pool_kernel<PoolMode::Max, T><<<blocks, kThreads, 0, stream>>>(
-        x, y, a.indices, a.window, total, a.column_major_indices, a.count_include_pad, a.p,
-        a.channels, a.channels_last);
+    pool_kernel<PoolMode::Max, T>
+        <<<blocks, kThreads, 0, stream>>>(x, y, a.indices, a.window, total, a.column_major_indices,
+                                          a.count_include_pad, a.p, a.channels, a.channels_last);
   } else if constexpr (std::is_integral_v<T>) {
     return cudaErrorInvalidValue;  // integer pooling is max pooling only
   } else if (a.mode == PoolMode::Average) {
-    pool_kernel<PoolMode::Average, T><<<blocks, kThreads, 0, stream>>>(
-        x, y, nullptr, a.window, total, false, a.count_include_pad, a.p, a.channels,
-        a.channels_last);
+    pool_kernel<PoolMode::Average, T>
+        <<<blocks, kThreads, 0, stream>>>(x, y, nullptr, a.window, total, false,
+                                          a.count_include_pad, a.p, a.channels, a.channels_last);
   } else {
     pool_kernel<PoolMode::Lp, T><<<blocks, kThreads, 0, stream>>>(
         x, y, nullptr, a.window, total, false, false, a.p, a.channels, a.channels_last);
