@@ -155,6 +155,12 @@ TEST(CudaData, Transpose) {
       {{1, 1, 5}, {2, 0, 1}},
       {{0, 3}, {1, 0}},
       {{5, 0, 4}, {2, 0, 1}},
+      // A contiguous innermost dim moves in chunks of up to 16 bytes (BERT's head split and
+      // merge): 16 bytes for most dtypes here, narrower where the length does not divide.
+      {{2, 5, 3, 16}, {0, 2, 1, 3}},
+      {{2, 3, 5, 16}, {0, 2, 1, 3}},
+      {{3, 4, 2, 6}, {1, 0, 2, 3}},
+      {{2, 3, 4, 2}, {2, 0, 1, 3}},
   };
   uint64_t seed = 400;
   for (DType dt : kDtypes)
@@ -223,6 +229,11 @@ TEST(CudaData, Slice) {
       {{2, 3, 2, 3, 2, 3}, {0, 1, -1}, {2, 3, -3}, {0, -1, 2}, {1, 1, -1}},
       {{4, 0, 3}, {0}, {2}, {0}, {}},
       {{5, 6, 7}, {4}, {-100}, {0}, {std::numeric_limits<int64_t>::min()}},  // one element
+      // Inner rows copied in chunks when the start keeps them aligned, element by element
+      // when it does not.
+      {{6, 4, 32}, {1, 0, 8}, {5, 3, 24}, {0, 1, 2}, {}},
+      {{6, 4, 32}, {1, 0, 1}, {5, 3, 17}, {0, 1, 2}, {}},
+      {{6, 4, 32}, {0, 0}, {6, 4}, {0, 1}, {2, 3}},
   };
   uint64_t seed = 700;
   for (DType dt : kDtypes)
