@@ -151,6 +151,10 @@ Value* Graph::add_constant(const std::string& name, Tensor data) {
 
 void Graph::add_output(Value* v) { outputs_.push_back(v); }
 
+bool Graph::is_output(const Value* v) const {
+  return std::find(outputs_.begin(), outputs_.end(), v) != outputs_.end();
+}
+
 void Graph::set_output(size_t i, Value* v) {
   SY_ASSERT(i < outputs_.size());
   outputs_[i] = v;

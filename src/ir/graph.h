@@ -154,6 +154,8 @@ class Graph {
   const std::vector<std::unique_ptr<Node>>& nodes() const { return nodes_; }
   const std::vector<Value*>& inputs() const { return inputs_; }
   const std::vector<Value*>& outputs() const { return outputs_; }
+  /// Whether `v` is one of this graph's outputs.
+  bool is_output(const Value* v) const;
   /// Every value owned by this graph (inputs, constants, node outputs).
   const std::vector<std::unique_ptr<Value>>& values() const { return values_; }
   std::vector<Value*> constants() const;

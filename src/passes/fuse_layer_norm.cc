@@ -39,14 +39,10 @@ bool is_float(ir::DType t) {
          t == ir::DType::Float64;
 }
 
-bool is_output(const ir::Graph& g, const ir::Value* v) {
-  return std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end();
-}
-
 // The node reading `v` when every use of v is by that one node of `g` (it may read v twice, as
 // Mul(d, d) does) and v is not a graph output.
 ir::Node* only_reader(const ir::Graph& g, const ir::Value* v) {
-  if (!v || v->uses().empty() || is_output(g, v)) return nullptr;
+  if (!v || v->uses().empty() || g.is_output(v)) return nullptr;
   ir::Node* user = v->uses().front().first;
   for (auto [node, idx] : v->uses())
     if (node != user) return nullptr;
@@ -190,7 +186,7 @@ std::optional<Match> match_at(const ir::Graph& g, ir::Node* mean) {
       return std::nullopt;
     }
   }
-  if (!square || !div || is_output(g, d)) return std::nullopt;
+  if (!square || !div || g.is_output(d)) return std::nullopt;
   const bool is_pow = is_op(square, ops::OpKind::Pow) && square->input(0) == d &&
                       scalar_constant(square->input(1)) == 2.0;
   const bool is_mul = is_op(square, ops::OpKind::Mul) && square->num_inputs() == 2 &&
@@ -258,7 +254,7 @@ size_t fuse_layer_norm(ir::Graph& graph) {
   for (ir::Node* start : order) {
     if (std::find(erased.begin(), erased.end(), start) != erased.end()) continue;
     std::optional<Match> m = match_at(graph, start);
-    if (!m || (m->result->uses().empty() && !is_output(graph, m->result))) continue;
+    if (!m || (m->result->uses().empty() && !graph.is_output(m->result))) continue;
     const std::string name = fused_name(graph, m->chain);
     const std::string prefix = graph.unique_value_name(name + "_");
     std::vector<ir::Value*> inputs = {m->x, graph.add_constant(prefix + "scale", m->scale)};

@@ -27,10 +27,6 @@ namespace {
 
 constexpr size_t kMaxGraphsPerPartition = 8;
 
-bool is_graph_output(const ir::Graph& g, const ir::Value* v) {
-  return std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end();
-}
-
 // The nodes that run on the host with the cpu kernels: the small integer shape computations
 // placement keeps inside this partition (docs/placement.md, rule 3). A node qualifies when its
 // outputs are shape-like, it is Shape or Size (which read only their input's shape, known on the
@@ -61,7 +57,7 @@ std::set<const ir::Node*> find_host_steps(const ir::Graph& g, const std::vector<
   };
   auto readers_ok = [&](const ir::Node& n) {
     for (const ir::Value* v : n.outputs()) {
-      if (is_graph_output(g, v)) return false;
+      if (g.is_output(v)) return false;
       for (auto [reader, idx] : v->uses()) {
         if (steps.count(reader)) continue;
         std::vector<int> hi = kernels.host_inputs(*reader);
@@ -293,7 +289,7 @@ class CudaPartition : public backends::CompiledPartition {
       if (step.on_host) {
         hi.resize(n->num_inputs());
         std::iota(hi.begin(), hi.end(), 0);  // a host step reads every input on the host
-        has_host_steps_ = true;
+        if (!host_pool_) host_pool_ = backends::HostPool::create();
       }
       for (size_t k = 0; k < n->num_inputs(); ++k) {
         const ir::Value* v = n->input(k);
@@ -341,10 +337,8 @@ class CudaPartition : public backends::CompiledPartition {
     int64_t host_start = profiler ? profiler->now_us() : 0;
     // Host steps allocate their small results in host memory.
     backends::RunState host_state;
-    if (has_host_steps_) {
-      host_state.pool = backends::HostPool::create();
-      host_state.num_threads = 1;
-    }
+    host_state.pool = host_pool_;
+    host_state.num_threads = 1;
     for (size_t index = 0; index < steps_.size(); ++index) {
       const Step& step = steps_[index];
       rc.error_code = static_cast<int32_t>(index + 1);
@@ -573,7 +567,7 @@ class CudaPartition : public backends::CompiledPartition {
   std::vector<char> input_on_host_;
   std::unique_ptr<ir::Graph> graph_;
   std::vector<Step> steps_;
-  bool has_host_steps_ = false;
+  std::shared_ptr<backends::HostPool> host_pool_;  // host steps' results (null: none)
   size_t num_slots_ = 0;
   std::vector<ir::Datum> constants_;       // device copies, per slot
   std::vector<ir::Datum> host_constants_;  // host tensors for host reads, per slot

@@ -30,10 +30,6 @@ const std::set<std::string> kPools = {"MaxPool",       "AveragePool",       "LpP
 
 bool is_onnx(const ir::Node& n) { return n.domain().empty() || n.domain() == "ai.onnx"; }
 
-bool is_output(const ir::Graph& g, const ir::Value* v) {
-  return std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end();
-}
-
 // A 4-D tensor of a 16-bit float type: the data cuDNN's NHWC tensor-core engines take.
 bool is_narrow_4d(const ir::Value* v) {
   if (!v || !v->type().is_tensor() || v->type().rank() != 4) return false;
@@ -73,7 +69,7 @@ class ChannelsLast {
     if (converted == 0) return 0;
     // Transposes back to NCHW that no reader needs.
     g_.remove_nodes_if([&](const ir::Node& t) {
-      return back_.count(&t) && t.output(0)->uses().empty() && !is_output(g_, t.output(0));
+      return back_.count(&t) && t.output(0)->uses().empty() && !g_.is_output(t.output(0));
     });
     g_.sort_topologically();
     return converted;
@@ -100,7 +96,7 @@ class ChannelsLast {
     // is merely transposed in would add a transpose back).
     if (kPools.count(op)) {
       const ir::Value* indices = n.output(1);
-      if (indices && (!indices->uses().empty() || is_output(g_, indices))) return false;
+      if (indices && (!indices->uses().empty() || g_.is_output(indices))) return false;
       if (!is_narrow_4d(n.input(0)) || !in_region(n.input(0))) return false;
       layout_inputs = {0};
       return true;
@@ -162,7 +158,7 @@ class ChannelsLast {
     const std::vector<ir::Attribute> attributes = n->attributes();
     ir::Value* y = n->output(0);
     const ir::Type y_type = y->type();
-    const bool y_read = !y->uses().empty() || is_output(g_, y);
+    const bool y_read = !y->uses().empty() || g_.is_output(y);
     // The node goes; y, when read, survives without a producer.
     g_.remove_nodes_if([&](const ir::Node& m) { return &m == n; });
     const std::string y_name = g_.unique_value_name(name + "_nhwc_out");

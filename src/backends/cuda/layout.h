@@ -4,11 +4,11 @@
 // pass marks the 2-D convolutions of a 16-bit float type, and the pools, channel Concats and
 // layout-free elementwise nodes after them, "_sy_layout" = "NHWC": their 4-D activations (Conv's
 // X, Z and Y, a pool's X and Y) are stored [N, H, W, C] (a Concat's axis is remapped), and
-// explicit Transpose nodes convert where a value enters or
-// leaves the channels-last region. A resnet or mobilenet partition keeps one transpose at its
-// input and one after its global pool; the Transposes show in the trace as "<value>/to_nhwc"
-// and "<node>/to_nchw". Names of the original values are kept (a value leaving
-// the region is still produced, by its Transpose, under its own name).
+// explicit Transpose nodes convert where a value enters or leaves the channels-last region. A
+// resnet or mobilenet partition keeps one transpose at its input and one after its global pool;
+// the Transposes show in the trace as "<value>/to_nhwc" and "<node>/to_nchw". Names of the
+// original values are kept (a value leaving the region is still produced, by its Transpose,
+// under its own name).
 #pragma once
 
 #include <cstddef>

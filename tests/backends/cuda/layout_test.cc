@@ -38,6 +38,13 @@ size_t count_op(const ir::Graph& g, const std::string& op) {
                                            [&](const auto& n) { return n->op_type() == op; }));
 }
 
+// A 2x2 MaxPool named "pool" reading `x`, with `outputs` (Indices second when given).
+ir::Node* max_pool_2x2(ir::Graph& g, ir::Value* x, std::vector<std::string> outputs) {
+  ir::Node* pool = g.add_node("MaxPool", "pool", {x}, std::move(outputs));
+  pool->set_attribute(ir::Attribute::make_ints("kernel_shape", {2, 2}));
+  return pool;
+}
+
 // X -> Conv(stem, Relu) -> MaxPool -> Conv(c1, residual = pool output) -> GlobalAveragePool ->
 // Flatten; c1's output is also a graph output.
 struct SmallCnn {
@@ -53,8 +60,7 @@ struct SmallCnn {
     ir::Node* stem = g.add_node("Conv", "stem", {x, w0}, {"y1"});
     stem->set_attribute(ir::Attribute::make_ints("pads", {1, 1, 1, 1}));
     stem->set_attribute(ir::Attribute::make_string("_sy_activation", "Relu"));
-    ir::Node* pool = g.add_node("MaxPool", "pool", {stem->output(0)}, {"p"});
-    pool->set_attribute(ir::Attribute::make_ints("kernel_shape", {2, 2}));
+    ir::Node* pool = max_pool_2x2(g, stem->output(0), {"p"});
     pool->set_attribute(ir::Attribute::make_ints("strides", {2, 2}));
     ir::Value* p = pool->output(0);
     ir::Node* c1 = g.add_node("Conv", "c1", {p, w1}, {"y2"});
@@ -136,8 +142,7 @@ TEST(CudaChannelsLast, OnlyLayoutFreeElementwiseNodesJoin) {
   ir::Value* s = g.add_node("Add", "sum", {a, b}, {"s"})->output(0);
   ir::Value* t = g.add_node("Mul", "scale", {s, scalar}, {"t"})->output(0);
   ir::Value* u = g.add_node("Mul", "channel_scale", {t, per_channel}, {"u"})->output(0);
-  ir::Node* pool = g.add_node("MaxPool", "pool", {x}, {"v"});
-  pool->set_attribute(ir::Attribute::make_ints("kernel_shape", {2, 2}));
+  ir::Node* pool = max_pool_2x2(g, x, {"v"});
   g.add_output(u);
   g.add_output(pool->output(0));
   ops::infer_types(g);
@@ -194,8 +199,7 @@ TEST(CudaChannelsLast, OneDimensionalConvAndUsedIndicesStayNchw) {
   ir::Value* x2 = g.add_input("X2", tensor(h, {1, 4, 6, 6}));
   ir::Value* w2 = g.add_constant("W2", random_tensor(h, {4, 4, 1, 1}, 7));
   ir::Value* c = g.add_node("Conv", "conv2d", {x2, w2}, {"c"})->output(0);
-  ir::Node* pool = g.add_node("MaxPool", "pool", {c}, {"p", "idx"});
-  pool->set_attribute(ir::Attribute::make_ints("kernel_shape", {2, 2}));
+  ir::Node* pool = max_pool_2x2(g, c, {"p", "idx"});
   g.add_output(y);
   g.add_output(pool->output(0));
   g.add_output(pool->output(1));

@@ -50,7 +50,7 @@ class PoolKernel : public backends::Kernel {
              node.describe(), p_);
     // An omitted Indices output has no readers: skip computing it.
     const ir::Value* indices = node.output(1);
-    wants_indices_ = indices && (!indices->uses().empty() || is_graph_output(node, 1));
+    wants_indices_ = indices && (!indices->uses().empty() || node.owner()->is_output(indices));
   }
 
   void run(backends::KernelContext& ctx) const override {
@@ -75,13 +75,6 @@ class PoolKernel : public backends::Kernel {
   }
 
  private:
-  static bool is_graph_output(const ir::Node& node, size_t i) {
-    const ir::Value* v = node.output(i);
-    for (const ir::Value* o : node.owner()->outputs())
-      if (o == v) return true;
-    return false;
-  }
-
   template <typename T>
   void run_loop(const backends::KernelContext& ctx, const PoolPlan& plan, const T* xp, T* yp,
                 int64_t* ip) const {

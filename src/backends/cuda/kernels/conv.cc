@@ -183,8 +183,8 @@ struct EpilogueShape {
 // the fused graph before the plain one, native pads before a padded copy of X. A Clip (ReLU6)
 // epilogue is never put in the cuDNN graph: the runtime-fusion engines cuDNN 9.19 picks for a
 // clipped ReLU ran mobilenet_v2's 52 convs at b256 fp16 in 172 ms against 47 ms unfused (GPU
-// run 15, tests/gpu/RESULTS.md); our epilogue kernel applies bias and Clip while transposing
-// the NHWC result back, at no extra pass.
+// run 15, tests/gpu/RESULTS.md); our epilogue kernel applies bias and Clip instead, in place on
+// a result in its own layout or while transposing an NHWC result back to NCHW.
 std::vector<ConvVariant> candidate_variants(DType dtype, const EpilogueShape& epilogue,
                                             bool symmetric_pads, bool channels_last) {
   std::vector<Layout> layouts = channels_last ? std::vector<Layout>{Layout::Nhwc}

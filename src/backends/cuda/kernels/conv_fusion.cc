@@ -24,15 +24,9 @@ bool is_onnx_op(const ir::Node& n, const char* type) {
   return n.op_type() == type && (n.domain().empty() || n.domain() == "ai.onnx");
 }
 
-bool is_graph_output(const ir::Graph& g, const ir::Value* v) {
-  for (const ir::Value* o : g.outputs())
-    if (o == v) return true;
-  return false;
-}
-
 // The one node of `g` that reads `v`, or nullptr when v has other readers or is a graph output.
 ir::Node* sole_reader(const ir::Graph& g, const ir::Value* v) {
-  if (is_graph_output(g, v) || v->uses().size() != 1) return nullptr;
+  if (g.is_output(v) || v->uses().size() != 1) return nullptr;
   ir::Node* n = v->uses().front().first;
   return n->owner() == &g ? n : nullptr;
 }

@@ -39,8 +39,7 @@ bool is_float_tensor(const ir::Value* v) {
 // The one node of `graph` that reads `v`, when v has exactly one use and is no graph output.
 ir::Node* sole_consumer(const ir::Graph& graph, const ir::Value* v) {
   if (v->uses().size() != 1) return nullptr;
-  if (std::find(graph.outputs().begin(), graph.outputs().end(), v) != graph.outputs().end())
-    return nullptr;
+  if (graph.is_output(v)) return nullptr;
   ir::Node* user = v->uses().front().first;
   return user->owner() == &graph ? user : nullptr;
 }

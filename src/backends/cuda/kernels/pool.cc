@@ -36,13 +36,6 @@ Support check_window_rank(const ir::Node& node) {
   return Support::yes();
 }
 
-bool is_graph_output(const ir::Node& node, size_t i) {
-  const ir::Value* v = node.output(i);
-  for (const ir::Value* o : node.owner()->outputs())
-    if (o == v) return true;
-  return false;
-}
-
 class PoolKernel : public backends::Kernel {
  public:
   PoolKernel(const backends::KernelInit& init, PoolMode mode, bool global)
@@ -59,7 +52,7 @@ class PoolKernel : public backends::Kernel {
              node.describe(), p_);
     // An omitted Indices output has no readers: skip computing it.
     const ir::Value* indices = node.output(1);
-    wants_indices_ = indices && (!indices->uses().empty() || is_graph_output(node, 1));
+    wants_indices_ = indices && (!indices->uses().empty() || node.owner()->is_output(indices));
     channels_last_ = node.attr_string("_sy_layout", "") == "NHWC";
     SY_CHECK(!channels_last_ || !wants_indices_, InvalidModel,
              "{}: a channels-last MaxPool has no Indices output", node.describe());

@@ -257,6 +257,28 @@ __device__ __forceinline__ R group_reduce(R v, R id, R* smem) {
   return v;
 }
 
+// One tap of a global pool folded into the running value v.
+template <PoolMode kMode, typename R>
+__device__ __forceinline__ R accumulate(R v, R x, int64_t p) {
+  if constexpr (kMode == PoolMode::Lp) {
+    return v + acc_pow(acc_abs(x), static_cast<R>(p));
+  } else {
+    return combine<kMode>(v, x);
+  }
+}
+
+// A global pool's result from the reduction v over `size` taps.
+template <PoolMode kMode, typename T, typename R>
+__device__ __forceinline__ T global_result(R v, int64_t size, int64_t p) {
+  if constexpr (kMode == PoolMode::Max) {
+    return store_cast<T>(v);
+  } else if constexpr (kMode == PoolMode::Average) {
+    return store_cast<T>(v / static_cast<R>(size));
+  } else {
+    return store_cast<T>(acc_pow(v, R(1) / static_cast<R>(p)));
+  }
+}
+
 template <PoolMode kMode, int kWidth, typename T>
 __global__ void __launch_bounds__(kThreads)
     global_pool_kernel(const T* x, T* y, int64_t planes, int64_t size, int64_t p) {
@@ -269,23 +291,9 @@ __global__ void __launch_bounds__(kThreads)
        plane < planes; plane += static_cast<int64_t>(gridDim.x) * kPerBlock) {
     const T* xs = x + plane * size;
     R v = id;
-    for (int64_t j = lane; j < size; j += kWidth) {
-      if constexpr (kMode == PoolMode::Lp) {
-        v += acc_pow(acc_abs(load<R>(xs, j)), static_cast<R>(p));
-      } else {
-        v = combine<kMode>(v, load<R>(xs, j));
-      }
-    }
+    for (int64_t j = lane; j < size; j += kWidth) v = accumulate<kMode>(v, load<R>(xs, j), p);
     v = group_reduce<kMode, kWidth>(v, id, smem);
-    if (lane == 0) {
-      if constexpr (kMode == PoolMode::Max) {
-        y[plane] = store_cast<T>(v);
-      } else if constexpr (kMode == PoolMode::Average) {
-        y[plane] = store_cast<T>(v / static_cast<R>(size));
-      } else {
-        y[plane] = store_cast<T>(acc_pow(v, R(1) / static_cast<R>(p)));
-      }
-    }
+    if (lane == 0) y[plane] = global_result<kMode, T>(v, size, p);
   }
 }
 
@@ -299,20 +307,8 @@ __global__ void global_pool_channels_last_kernel(const T* x, T* y, int64_t plane
     const int64_t n = i / channels;
     const T* xs = x + n * size * channels + (i - n * channels);
     R v = identity<kMode, T>();
-    for (int64_t j = 0; j < size; ++j) {
-      if constexpr (kMode == PoolMode::Lp) {
-        v += acc_pow(acc_abs(load<R>(xs, j * channels)), static_cast<R>(p));
-      } else {
-        v = combine<kMode>(v, load<R>(xs, j * channels));
-      }
-    }
-    if constexpr (kMode == PoolMode::Max) {
-      y[i] = store_cast<T>(v);
-    } else if constexpr (kMode == PoolMode::Average) {
-      y[i] = store_cast<T>(v / static_cast<R>(size));
-    } else {
-      y[i] = store_cast<T>(acc_pow(v, R(1) / static_cast<R>(p)));
-    }
+    for (int64_t j = 0; j < size; ++j) v = accumulate<kMode>(v, load<R>(xs, j * channels), p);
+    y[i] = global_result<kMode, T>(v, size, p);
   }
 }
 
