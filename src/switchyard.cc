@@ -80,14 +80,17 @@ std::vector<std::shared_ptr<const backends::Backend>> make_devices(const Options
                std::end(kPrecisions),
            InvalidArgument, "--precision '{}': expected fp32, tf32, fp16 or bf16", o.precision);
   std::vector<std::shared_ptr<const backends::Backend>> devices;
-  devices.push_back(std::make_shared<cpu::CpuBackend>());
   backends::PluginConfig config;
   config.precision = o.precision;
   config.graphs = o.cuda_graphs;
+  uint64_t cpu_run_limit = 0;
   for (const auto& limit : o.memory_limits) {
     auto [device, bytes] = placement::parse_memory_limit(limit);
+    SY_CHECK(bytes > 0, InvalidArgument, "--memory-limit {}: the limit must be positive", limit);
+    if (device == "cpu") cpu_run_limit = bytes;
     config.memory_limits[device] = bytes;
   }
+  devices.push_back(std::make_shared<cpu::CpuBackend>(cpu_run_limit));
   for (auto& gpu : plugins::create_cuda_backends(config)) devices.push_back(std::move(gpu));
   std::vector<std::shared_ptr<backends::Backend>> sims =
       o.sim_config.empty() ? sim::create_sim_backends(o.sim_devices)
@@ -136,9 +139,20 @@ Executable Model::compile(const Options& options) && {
 }
 
 std::map<std::string, Tensor> Executable::run(const std::map<std::string, Tensor>& inputs) const {
+  return run(inputs, RunOptions{});
+}
+
+std::map<std::string, Tensor> Executable::run(const std::map<std::string, Tensor>& inputs,
+                                              const RunOptions& options) const {
+  SY_CHECK(options.deadline_ms >= 0, InvalidArgument,
+           "RunOptions.deadline_ms is {}; expected 0 (none) or a positive count of milliseconds",
+           options.deadline_ms);
   std::map<std::string, ir::Datum> named;
   for (const auto& [name, t] : inputs) named.emplace(name, ir::Datum(t));
-  std::vector<ir::Datum> results = impl_->run(named);
+  runtime::RunControl control;
+  control.deadline_ms = options.deadline_ms;
+  control.cancel_flag = options.cancel.flag();
+  std::vector<ir::Datum> results = impl_->run(named, nullptr, nullptr, &control);
   std::map<std::string, Tensor> out;
   const auto& outs = impl_->graph().outputs();
   for (size_t i = 0; i < outs.size(); ++i) {

@@ -18,6 +18,7 @@ enum class ErrorCode {
   OutOfMemory,      ///< an allocation failed
   DeviceLost,       ///< a device reported a sticky fault
   Internal,         ///< an invariant of ours was broken: a bug
+  Cancelled,        ///< a run was cancelled or passed its deadline (RunOptions)
 };
 
 /// Returns the code's name, e.g. "InvalidModel".

@@ -6,6 +6,8 @@
 //   auto outputs = exe.run({{"input", image}});
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -46,7 +48,10 @@ struct Options {
   std::string fallback = "allow";
   /// Accelerator islands smaller than this move to the cpu.
   int min_partition_nodes = 1;
-  /// "DEVICE=BYTES" (K/M/G suffixes) limits for --split pipeline stages.
+  /// "DEVICE=BYTES" (K/M/G suffixes) limits. On a GPU: the device memory its allocator may
+  /// hold (and what --split pipeline stages must fit). On "cpu": the memory one run may hold
+  /// in intermediate values and outputs; a run that would pass it throws OutOfMemory before
+  /// allocating, and later runs are unaffected.
   std::vector<std::string> memory_limits;
   /// "none" or "pipeline".
   std::string split = "none";
@@ -100,6 +105,33 @@ struct ValueInfo {
 
 class Executable;
 
+/// Stops runs from another thread: copies share one flag; a run given the token throws
+/// Error(Cancelled) soon after cancel() (before its next node or loop iteration).
+class SWITCHYARD_API CancellationToken {
+ public:
+  CancellationToken() : flag_(std::make_shared<std::atomic<bool>>(false)) {}
+  /// Asks every run holding this token (now or later) to stop.
+  void cancel() const { flag_->store(true); }
+  /// Whether cancel() was called since the last reset().
+  bool cancelled() const { return flag_->load(); }
+  /// Clears the flag so the token can serve further runs.
+  void reset() const { flag_->store(false); }
+  /// The shared flag (for the runtime).
+  const std::atomic<bool>* flag() const { return flag_.get(); }
+
+ private:
+  std::shared_ptr<std::atomic<bool>> flag_;
+};
+
+/// Per-run controls for untrusted or latency-bound workloads.
+struct RunOptions {
+  /// Wall-clock budget of the run in milliseconds (0 = none). Past it the run throws
+  /// Error(Cancelled); a run stops within one kernel's time, also inside Loop and Scan.
+  int64_t deadline_ms = 0;
+  /// Cancels the run when cancel() is called on it (or a copy) from any thread.
+  CancellationToken cancel;
+};
+
 /// Ids of the devices `options` makes available ("cpu", "sim:0", ...), in placement order.
 SWITCHYARD_API std::vector<std::string> available_devices(const Options& options = {});
 
@@ -131,6 +163,10 @@ class SWITCHYARD_API Executable {
   /// Runs with tensors keyed by graph input name; returns outputs keyed by graph output name.
   /// Throws InvalidArgument naming the input when one is missing or has a wrong dtype/shape.
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs) const;
+  /// Same, under `options` (deadline, cancellation): throws Cancelled when the run stops early.
+  /// OutOfMemory when it would pass a --memory-limit; the executable stays usable either way.
+  std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs,
+                                    const RunOptions& options) const;
   std::vector<ValueInfo> inputs() const;
   std::vector<ValueInfo> outputs() const;
   /// One line: where the nodes run ("sim:0: 29 of 31 nodes in 2 partitions; cpu: 2 nodes —

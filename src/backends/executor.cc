@@ -7,6 +7,14 @@
 
 namespace switchyard::backends {
 
+void RunState::check_stop_slow(const ir::Node& where) const {
+  if (cancel_flag && cancel_flag->load(std::memory_order_relaxed))
+    SY_THROW(Cancelled, "the run was cancelled (at {})", where.describe());
+  if (std::chrono::steady_clock::now() >= deadline)
+    SY_THROW(Cancelled, "the run passed its deadline of {} ms (at {})", deadline_ms,
+             where.describe());
+}
+
 const ir::Datum* Frame::lookup(const ir::Value* v) const {
   for (const Frame* f = this; f; f = f->parent) {
     int s = f->program->slot_of(v);
@@ -112,6 +120,7 @@ std::vector<ir::Datum> GraphProgram::run(std::vector<ir::Datum> inputs, RunState
   Frame frame{this, &slots, outer};
 
   for (const Step& step : steps_) {
+    state.check_stop(*step.node);
     std::vector<const ir::Datum*> in;
     in.reserve(step.input_slots.size());
     for (size_t i = 0; i < step.input_slots.size(); ++i) {

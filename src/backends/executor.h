@@ -3,6 +3,8 @@
 // kernels compile their bodies into nested GraphPrograms.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -25,6 +27,21 @@ struct RunState {
   /// Device-specific state of the running partition (the CUDA backend's stream and library
   /// handles); nullptr on the cpu.
   void* device_context = nullptr;
+  /// When the run must stop (RunOptions): its deadline (time_point::max() = none), the
+  /// deadline as the caller gave it (for messages), and a flag another thread may set.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  int64_t deadline_ms = 0;
+  const std::atomic<bool>* cancel_flag = nullptr;
+  /// Throws Cancelled naming `where` when the run was cancelled or its deadline passed. The
+  /// executor calls it before every node and control-flow kernels before every iteration, so
+  /// a run stops within one kernel's time.
+  void check_stop(const ir::Node& where) const {
+    if (cancel_flag == nullptr && deadline == std::chrono::steady_clock::time_point::max()) return;
+    check_stop_slow(where);
+  }
+
+ private:
+  void check_stop_slow(const ir::Node& where) const;
 };
 
 /// The values of one running graph, with a link to the enclosing graph's frame.

@@ -50,7 +50,7 @@ class KernelContext {
   /// Sets output i to a value made elsewhere (an alias of an input, a sequence, ...).
   void set_output(size_t i, ir::Datum value);
   /// Fresh scratch memory from the run's pool, freed when the returned pointer is dropped.
-  std::shared_ptr<void> scratch(size_t bytes);
+  std::shared_ptr<void> scratch(size_t bytes) const;
   /// Threads the kernel may use.
   int num_threads() const;
   RunState& state() const { return state_; }

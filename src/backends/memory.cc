@@ -54,6 +54,12 @@ void HostPool::set_max_cached_bytes(size_t bytes) {
   max_cached_ = bytes;
 }
 
+void HostPool::set_limit(size_t bytes, std::string device) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  limit_ = bytes;
+  limit_device_ = std::move(device);
+}
+
 void HostPool::trim() {
   std::multimap<size_t, void*> blocks;
   {
@@ -70,8 +76,12 @@ std::shared_ptr<void> HostPool::allocate(size_t bytes) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     // Best fit, but never hand out a block more than twice the request.
+    SY_CHECK(limit_ == 0 || (size <= limit_ && live_ <= limit_ - size), OutOfMemory,
+             "{}: the run needs {} more bytes with {} held, over its --memory-limit {}={}",
+             limit_device_, bytes, live_, limit_device_, limit_);
     auto it = free_.lower_bound(size);
-    if (it != free_.end() && it->first <= size * 2) {
+    if (it != free_.end() && it->first <= size * 2 &&
+        (limit_ == 0 || live_ + it->first <= limit_)) {
       size = it->first;
       p = it->second;
       free_.erase(it);

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 namespace switchyard {
@@ -58,6 +59,9 @@ class HostPool : public std::enable_shared_from_this<HostPool> {
   /// lift it: a block a captured CUDA graph still addresses must never be freed mid-capture,
   /// and the device's memory limit bounds them anyway.
   void set_max_cached_bytes(size_t bytes);
+  /// Caps the live bytes of this pool at `bytes` (0 = none): an allocation that would pass it
+  /// throws OutOfMemory naming `device` and the limit, before anything is allocated.
+  void set_limit(size_t bytes, std::string device);
 
  private:
   HostPool(bool poison, int memory_space, std::shared_ptr<RawAllocator> raw)
@@ -73,6 +77,8 @@ class HostPool : public std::enable_shared_from_this<HostPool> {
   int memory_space_ = kHostMemorySpace;
   std::shared_ptr<RawAllocator> raw_;
   size_t max_cached_ = size_t{2} << 30;
+  size_t limit_ = 0;
+  std::string limit_device_;
 };
 
 /// The deleter of pool blocks: returns the block to its pool (or frees it once the pool is

@@ -11,6 +11,7 @@ std::string_view error_code_name(ErrorCode code) {
     case ErrorCode::OutOfMemory: return "OutOfMemory";
     case ErrorCode::DeviceLost: return "DeviceLost";
     case ErrorCode::Internal: return "Internal";
+    case ErrorCode::Cancelled: return "Cancelled";
   }
   return "Unknown";
 }

@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <chrono>
 #include <set>
 #include <thread>
 #include <unordered_map>
@@ -218,7 +219,9 @@ size_t Executable::cached_shape_signatures() const {
 }
 
 std::vector<ir::Datum> Executable::run(std::vector<ir::Datum> inputs, RunStats* stats,
-                                       backends::Profiler* profiler) const {
+                                       backends::Profiler* profiler,
+                                       const RunControl* control) const {
+  auto started = std::chrono::steady_clock::now();
   std::string signature = check_inputs(inputs);
   bool hit = false;
   PoolSet pools = acquire_pools(signature, &hit);
@@ -226,6 +229,13 @@ std::vector<ir::Datum> Executable::run(std::vector<ir::Datum> inputs, RunStats* 
   backends::RunState state;
   state.num_threads = num_threads_;
   state.profiler = profiler;
+  if (control) {
+    state.cancel_flag = control->cancel_flag;
+    if (control->deadline_ms > 0) {
+      state.deadline_ms = control->deadline_ms;
+      state.deadline = started + std::chrono::milliseconds(control->deadline_ms);
+    }
+  }
   // OpenMP's thread count is per calling thread, so concurrent runs do not disturb each other.
   omp_set_num_threads(num_threads_);
   int64_t run_start = profiler ? profiler->now_us() : 0;
@@ -300,6 +310,7 @@ std::vector<ir::Datum> Executable::run(std::vector<ir::Datum> inputs, RunStats* 
         part_inputs.push_back(it->second);
       }
     }
+    if (!pl.partitions[p].nodes.empty()) state.check_stop(*pl.partitions[p].nodes.front());
     state.pool = pools[pd];
     state.device = devices_[pd]->device().id;
     std::vector<ir::Datum> outs = compiled_[p]->run(std::move(part_inputs), state);
@@ -351,7 +362,8 @@ std::vector<ir::Datum> Executable::run(std::vector<ir::Datum> inputs, RunStats* 
 }
 
 std::vector<ir::Datum> Executable::run(const std::map<std::string, ir::Datum>& inputs,
-                                       RunStats* stats, backends::Profiler* profiler) const {
+                                       RunStats* stats, backends::Profiler* profiler,
+                                       const RunControl* control) const {
   std::vector<ir::Datum> ordered;
   size_t used = 0;
   for (const ir::Value* v : graph_->inputs()) {
@@ -368,7 +380,7 @@ std::vector<ir::Datum> Executable::run(const std::map<std::string, ir::Datum>& i
       SY_CHECK(known, InvalidArgument, "'{}' is not an input of the model", name);
     }
   }
-  return run(std::move(ordered), stats, profiler);
+  return run(std::move(ordered), stats, profiler, control);
 }
 
 }  // namespace switchyard::runtime

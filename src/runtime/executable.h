@@ -4,6 +4,7 @@
 // scratch comes from pools, never from members).
 #pragma once
 
+#include <atomic>
 #include <list>
 #include <map>
 #include <memory>
@@ -39,6 +40,12 @@ struct RunStats {
   size_t copied_bytes = 0;
 };
 
+/// When a run must stop early (public RunOptions).
+struct RunControl {
+  int64_t deadline_ms = 0;  ///< 0 = no deadline
+  const std::atomic<bool>* cancel_flag = nullptr;
+};
+
 class Executable {
  public:
   /// Infers types, verifies, optimizes, places every node on one of `devices` (devices[0] must
@@ -59,12 +66,14 @@ class Executable {
   /// Runs with inputs in graph-input order. Checks each input's kind, dtype, rank and dims
   /// against the declared type (symbolic dims must agree across inputs); throws
   /// InvalidArgument naming the input. Returns outputs in graph-output order, in host memory.
+  /// `control` (optional) sets a deadline and a cancellation flag: the run throws Cancelled.
   std::vector<ir::Datum> run(std::vector<ir::Datum> inputs, RunStats* stats = nullptr,
-                             backends::Profiler* profiler = nullptr) const;
+                             backends::Profiler* profiler = nullptr,
+                             const RunControl* control = nullptr) const;
   /// Same, inputs by name (every graph input must be given; unknown names are errors).
   std::vector<ir::Datum> run(const std::map<std::string, ir::Datum>& inputs,
-                             RunStats* stats = nullptr,
-                             backends::Profiler* profiler = nullptr) const;
+                             RunStats* stats = nullptr, backends::Profiler* profiler = nullptr,
+                             const RunControl* control = nullptr) const;
 
   /// Number of shape signatures currently cached.
   size_t cached_shape_signatures() const;

@@ -4,7 +4,7 @@
 
 namespace switchyard::cpu {
 
-CpuBackend::CpuBackend() {
+CpuBackend::CpuBackend(uint64_t run_memory_limit) : run_memory_limit_(run_memory_limit) {
   info_.id = "cpu";
   info_.kind = "cpu";
   info_.name = "host CPU";
@@ -25,7 +25,9 @@ std::unique_ptr<backends::CompiledPartition> CpuBackend::compile(
 }
 
 std::shared_ptr<backends::HostPool> CpuBackend::create_pool(bool poison) const {
-  return backends::HostPool::create(poison, backends::kHostMemorySpace);
+  auto pool = backends::HostPool::create(poison, backends::kHostMemorySpace);
+  if (run_memory_limit_ > 0) pool->set_limit(run_memory_limit_, "cpu");
+  return pool;
 }
 
 ir::Datum CpuBackend::copy_in(const ir::Datum& value, backends::HostPool& pool) const {

@@ -7,7 +7,9 @@ namespace switchyard::cpu {
 
 class CpuBackend : public backends::Backend {
  public:
-  CpuBackend();
+  /// `run_memory_limit` (bytes, 0 = none) caps what one run may hold in this device's pool
+  /// (--memory-limit cpu=BYTES): past it, allocations throw OutOfMemory.
+  explicit CpuBackend(uint64_t run_memory_limit = 0);
   const backends::DeviceInfo& device() const override { return info_; }
   backends::Support supports(const ir::Node& node) const override;
   std::unique_ptr<backends::CompiledPartition> compile(
@@ -19,6 +21,7 @@ class CpuBackend : public backends::Backend {
 
  private:
   backends::DeviceInfo info_;
+  uint64_t run_memory_limit_ = 0;
 };
 
 }  // namespace switchyard::cpu

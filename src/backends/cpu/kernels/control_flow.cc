@@ -124,6 +124,7 @@ class LoopKernel : public backends::Kernel {
 
     std::vector<std::vector<ir::Tensor>> scans(scan_types_.size());
     for (int64_t iter = 0; iter < max_trips && cond; ++iter) {
+      ctx.state().check_stop(ctx.node());
       std::vector<ir::Datum> in;
       in.reserve(2 + num_states_);
       ir::Tensor iter_num = new_tensor(ctx, DType::Int64, {});
@@ -211,6 +212,7 @@ class ScanKernel : public backends::Kernel {
 
     std::vector<std::vector<ir::Tensor>> scans(scan_types_.size());
     for (int64_t t = 0; t < length; ++t) {
+      ctx.state().check_stop(ctx.node());
       std::vector<ir::Datum> in;
       in.reserve(num_states_ + axes.size());
       for (ir::Datum& s : states) in.push_back(std::move(s));
@@ -269,6 +271,7 @@ class SequenceMapKernel : public backends::Kernel {
     }
     std::vector<std::vector<ir::Tensor>> results(ctx.num_outputs());
     for (size_t t = 0; t < length; ++t) {
+      ctx.state().check_stop(ctx.node());
       std::vector<ir::Datum> in;
       in.reserve(ctx.num_inputs());
       for (size_t i = 0; i < ctx.num_inputs(); ++i) {

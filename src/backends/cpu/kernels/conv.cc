@@ -128,12 +128,8 @@ std::shared_ptr<DnnlConvPlan> finish_plan(const typename Primitive::primitive_de
   plan->dst_md = pd.dst_desc();
   plan->user_src_md = user_src;
   plan->user_dst_md = user_dst;
-  if (plan->src_md != user_src)
-    plan->src_reorder = dnnl::reorder(
-        dnnl::reorder::primitive_desc(dnnl_engine(), user_src, dnnl_engine(), plan->src_md));
-  if (plan->dst_md != user_dst)
-    plan->dst_reorder = dnnl::reorder(
-        dnnl::reorder::primitive_desc(dnnl_engine(), plan->dst_md, dnnl_engine(), user_dst));
+  if (plan->src_md != user_src) plan->src_reorder = make_reorder(user_src, plan->src_md);
+  if (plan->dst_md != user_dst) plan->dst_reorder = make_reorder(plan->dst_md, user_dst);
   plan->bias_md = pd.bias_desc();
   plan->weights_md = pd.weights_desc();
   plan->user_weights_md = user_w;
@@ -266,7 +262,7 @@ class ConvKernel : public ConvFamilyKernel {
           dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
           blocked ? any_of(a.src) : a.src, a.weights_any, a.bias, blocked ? any_of(a.dst) : a.dst,
           a.strides, a.dilations, a.pad_begin, a.pad_end);
-      dnnl::convolution_forward::primitive_desc pd(desc, dnnl_engine());
+      dnnl::convolution_forward::primitive_desc pd(desc, user_scratchpad_attr(), dnnl_engine());
       plan->dnnl = finish_plan<dnnl::convolution_forward>(
           pd, a.src, a.dst, plain_desc(wdims, dnnl::memory::data_type::f32), w, constant_weights_);
     } catch (const dnnl::error&) {
@@ -409,7 +405,8 @@ class ConvTransposeKernel : public ConvFamilyKernel {
       dnnl::deconvolution_forward::desc desc(
           dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct, a.src,
           a.weights_any, a.bias, a.dst, a.strides, a.dilations, a.pad_begin, a.pad_end);
-      dnnl::deconvolution_forward::primitive_desc pd(desc, dnnl_engine());
+      dnnl::deconvolution_forward::primitive_desc pd(desc, user_scratchpad_attr(),
+                                                     dnnl_engine());
       dnnl::memory::desc user_w(dnnl_dims(wdims), dnnl::memory::data_type::f32, user_strides);
       plan->dnnl =
           finish_plan<dnnl::deconvolution_forward>(pd, a.src, a.dst, user_w, w, constant_weights_);

@@ -74,11 +74,42 @@ OmpThreadScope::OmpThreadScope(int threads) : previous_(omp_get_max_threads()) {
 
 OmpThreadScope::~OmpThreadScope() { omp_set_num_threads(previous_); }
 
+dnnl::primitive_attr user_scratchpad_attr() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+dnnl::reorder make_reorder(const dnnl::memory::desc& from, const dnnl::memory::desc& to) {
+  return dnnl::reorder(dnnl::reorder::primitive_desc(dnnl_engine(), from, dnnl_engine(), to,
+                                                     user_scratchpad_attr()));
+}
+
+namespace {
+// The scratchpad a primitive needs per execution (0 when none).
+dnnl::memory::desc scratchpad_desc_of(const dnnl::primitive& primitive) {
+  const_dnnl_primitive_desc_t pd = primitive.get_primitive_desc();
+  const dnnl_memory_desc_t* md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+  return md ? dnnl::memory::desc(*md) : dnnl::memory::desc();
+}
+}  // namespace
+
 void execute_primitive(const backends::KernelContext& ctx, const dnnl::primitive& primitive,
                        const std::unordered_map<int, dnnl::memory>& args) {
   try {
+    dnnl::memory::desc scratch_md = scratchpad_desc_of(primitive);
+    size_t scratch_bytes = scratch_md.get_size();
+    std::shared_ptr<void> scratch;
+    const std::unordered_map<int, dnnl::memory>* run_args = &args;
+    std::unordered_map<int, dnnl::memory> with_scratch;
+    if (scratch_bytes > 0) {
+      scratch = ctx.scratch(scratch_bytes);
+      with_scratch = args;
+      with_scratch[DNNL_ARG_SCRATCHPAD] = dnnl::memory(scratch_md, dnnl_engine(), scratch.get());
+      run_args = &with_scratch;
+    }
     dnnl::stream stream(dnnl_engine());
-    primitive.execute(stream, args);
+    primitive.execute(stream, *run_args);
     stream.wait();
   } catch (const dnnl::error& e) {
     SY_THROW(Internal, "{}: oneDNN execution failed: {}", ctx.node().describe(), e.what());
@@ -88,8 +119,14 @@ void execute_primitive(const backends::KernelContext& ctx, const dnnl::primitive
 void reorder_memory(const dnnl::memory& from, const dnnl::memory& to) {
   try {
     dnnl::memory src = from, dst = to;
+    dnnl::reorder reorder = make_reorder(src.get_desc(), dst.get_desc());
+    dnnl::memory::desc scratch_md = scratchpad_desc_of(reorder);
+    std::vector<unsigned char> scratch(scratch_md.get_size());
+    std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}};
+    if (!scratch.empty())
+      args[DNNL_ARG_SCRATCHPAD] = dnnl::memory(scratch_md, dnnl_engine(), scratch.data());
     dnnl::stream stream(dnnl_engine());
-    dnnl::reorder(src, dst).execute(stream, src, dst);
+    reorder.execute(stream, args);
     stream.wait();
   } catch (const dnnl::error& e) {
     SY_THROW(Internal, "oneDNN reorder failed: {}", e.what());

@@ -51,7 +51,17 @@ class OmpThreadScope {
   int previous_;
 };
 
-/// Executes a primitive on a fresh stream of its own and waits for it. dnnl::error becomes a
+/// Attributes every cached primitive is created with: a user-managed scratchpad. Debian's
+/// oneDNN is built with DNNL_ENABLE_CONCURRENT_EXEC, where a library-managed scratchpad belongs
+/// to the primitive, so two runs executing one cached primitive at once would share it (wrong
+/// results under concurrent run()). With this mode each execution brings its own scratchpad.
+dnnl::primitive_attr user_scratchpad_attr();
+
+/// A reorder between two layouts, with a user-managed scratchpad.
+dnnl::reorder make_reorder(const dnnl::memory::desc& from, const dnnl::memory::desc& to);
+
+/// Executes a primitive (created with user_scratchpad_attr) on a fresh stream of its own and
+/// waits for it; its scratchpad comes from the run's pool. dnnl::error becomes a
 /// switchyard::Error (Internal) naming the node.
 void execute_primitive(const backends::KernelContext& ctx, const dnnl::primitive& primitive,
                        const std::unordered_map<int, dnnl::memory>& args);

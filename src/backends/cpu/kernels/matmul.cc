@@ -186,7 +186,7 @@ class MatMulKernel : public backends::Kernel {
     }
     plan->dnnl =
         make_dnnl_matmul(plain_desc(src, dt::f32), plain_desc(wei, dt::f32), dnnl::memory::desc(),
-                         plain_desc(dst, dt::f32), dnnl::primitive_attr(), b, constant_b_);
+                         plain_desc(dst, dt::f32), user_scratchpad_attr(), b, constant_b_);
     return plan;
   }
 
@@ -331,7 +331,7 @@ class GemmKernel : public backends::Kernel {
     dnnl::memory::desc bias = plan->bias == GemmPlan::Bias::Row
                                   ? dnnl::memory::desc({1, n}, dt::f32, dnnl::memory::dims{n, 1})
                                   : dnnl::memory::desc();
-    dnnl::primitive_attr attr;
+    dnnl::primitive_attr attr = user_scratchpad_attr();
     if (alpha_ != 1.0f) attr.set_output_scales(0, {alpha_});
     if (plan->bias == GemmPlan::Bias::Full) {
       dnnl::post_ops ops;

@@ -206,7 +206,7 @@ class PoolKernel : public backends::Kernel {
       dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, alg, src, dst,
                                           dnnl_dims(a.strides), dnnl_dims(a.kernel), dil,
                                           dnnl_dims(geo.pad_begin), dnnl_dims(geo.pad_end));
-      dnnl::pooling_v2_forward::primitive_desc pd(desc, dnnl_engine());
+      dnnl::pooling_v2_forward::primitive_desc pd(desc, user_scratchpad_attr(), dnnl_engine());
       // oneDNN's reference implementation is no faster than the loop here; keep it only for
       // float32, which must run through oneDNN.
       if (x.dtype() != DType::Float32 && std::string(pd.impl_info_str()).rfind("ref", 0) == 0)
