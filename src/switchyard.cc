@@ -36,11 +36,13 @@ std::vector<ValueInfo> describe_values(const std::vector<ir::Value*>& values) {
 }  // namespace
 
 Model Model::load(const std::string& path) {
-  onnx_import::ModelInfo info;
-  Model m;
-  m.graph_ = {onnx_import::import_model(path, &info).release(), delete_graph};
-  m.opsets_ = info.opsets;
-  return m;
+  return translate_std_exceptions(fmt::format("loading model '{}'", path), [&] {
+    onnx_import::ModelInfo info;
+    Model m;
+    m.graph_ = {onnx_import::import_model(path, &info).release(), delete_graph};
+    m.opsets_ = info.opsets;
+    return m;
+  });
 }
 
 Model Model::from_graph(std::unique_ptr<ir::Graph> graph) {
@@ -126,6 +128,10 @@ std::vector<std::string> available_devices(const Options& options) {
 
 Executable Model::compile(const Options& options) && {
   SY_CHECK(graph_ != nullptr, InvalidArgument, "Model::compile: the model was already compiled");
+  return translate_std_exceptions("compiling the model", [&] { return compile_graph(options); });
+}
+
+Executable Model::compile_graph(const Options& options) {
   runtime::CompileOptions co;
   co.num_threads = options.num_threads;
   co.shape_cache_capacity = options.shape_cache_capacity;
@@ -152,7 +158,8 @@ std::map<std::string, Tensor> Executable::run(const std::map<std::string, Tensor
   runtime::RunControl control;
   control.deadline_ms = options.deadline_ms;
   control.cancel_flag = options.cancel.flag();
-  std::vector<ir::Datum> results = impl_->run(named, nullptr, nullptr, &control);
+  std::vector<ir::Datum> results = translate_std_exceptions(
+      "running the model", [&] { return impl_->run(named, nullptr, nullptr, &control); });
   std::map<std::string, Tensor> out;
   const auto& outs = impl_->graph().outputs();
   for (size_t i = 0; i < outs.size(); ++i) {

@@ -153,6 +153,7 @@ class SWITCHYARD_API Model {
   Executable compile(const Options& options = {}) &&;
 
  private:
+  Executable compile_graph(const Options& options);
   std::unique_ptr<ir::Graph, void (*)(ir::Graph*)> graph_{nullptr, nullptr};
   std::map<std::string, int64_t> opsets_;
 };

@@ -1,6 +1,8 @@
 #include "backends/executor.h"
 
 #include <functional>
+#include <new>
+#include <stdexcept>
 #include <unordered_set>
 
 #include "backends/profiler.h"
@@ -13,6 +15,21 @@ void RunState::check_stop_slow(const ir::Node& where) const {
   if (std::chrono::steady_clock::now() >= deadline)
     SY_THROW(Cancelled, "the run passed its deadline of {} ms (at {})", deadline_ms,
              where.describe());
+}
+
+void run_kernel(const Kernel& kernel, const ir::Node& node, KernelContext& ctx) {
+  try {
+    kernel.run(ctx);
+  } catch (const Error& e) {
+    // Shared helpers (checked arithmetic, tensor sizes, pools) do not know the node: name it.
+    if (e.message().find(node.describe()) != std::string::npos) throw;
+    throw Error(e.code(), fmt::format("{}: {}", node.describe(), e.message()));
+  } catch (const std::bad_alloc&) {
+    SY_THROW(OutOfMemory, "{}: out of host memory", node.describe());
+  } catch (const std::length_error& e) {
+    SY_THROW(InvalidArgument, "{}: a size derived from the inputs is too large ({})",
+             node.describe(), e.what());
+  }
 }
 
 const ir::Datum* Frame::lookup(const ir::Value* v) const {
@@ -139,7 +156,7 @@ std::vector<ir::Datum> GraphProgram::run(std::vector<ir::Datum> inputs, RunState
     std::vector<ir::Datum> out(step.output_slots.size());
     KernelContext ctx(*step.node, in, out, state, &frame);
     int64_t start = state.profiler ? state.profiler->now_us() : 0;
-    step.kernel->run(ctx);
+    run_kernel(*step.kernel, *step.node, ctx);
     if (state.profiler) {
       ProfileEvent e;
       e.name = step.node->name();
@@ -190,7 +207,7 @@ std::vector<ir::Datum> evaluate_node(const KernelRegistry& registry, const ir::N
     if (!node.input(i)) in[i] = nullptr;
   std::vector<ir::Datum> out(node.num_outputs());
   KernelContext ctx(node, in, out, state, nullptr);
-  kernel->run(ctx);
+  run_kernel(*kernel, node, ctx);
   return out;
 }
 

@@ -93,6 +93,9 @@ class GraphProgram {
 }  // namespace switchyard::backends
 
 namespace switchyard::backends {
+/// Runs `kernel` for `node`: an Error that does not name the node gets its name prefixed;
+/// bad_alloc becomes OutOfMemory and length_error InvalidArgument, both naming the node.
+void run_kernel(const Kernel& kernel, const ir::Node& node, KernelContext& ctx);
 /// Runs one node's kernel on the given inputs outside any graph (constant folding).
 std::vector<ir::Datum> evaluate_node(const KernelRegistry& registry, const ir::Node& node,
                                      const std::vector<ir::Datum>& inputs);

@@ -5,6 +5,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <new>
+#include <stdexcept>
+#include <string_view>
+
 #include "switchyard/error.hpp"
 
 #define SY_THROW(code, ...) \
@@ -22,3 +26,23 @@
                                 ::fmt::format("internal check failed: {} at {}:{}", #cond, \
                                               __FILE__, __LINE__));                     \
   } while (0)
+
+namespace switchyard {
+/// Runs `f`; a standard exception that is not a switchyard::Error becomes one, so nothing else
+/// leaves the public API: bad_alloc → OutOfMemory, length_error → InvalidModel (a size taken
+/// from the model is too large), anything else → Internal. `what` says what was being done.
+template <typename F>
+auto translate_std_exceptions(std::string_view what, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const Error&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    SY_THROW(OutOfMemory, "{}: out of memory", what);
+  } catch (const std::length_error& e) {
+    SY_THROW(InvalidModel, "{}: a size is too large ({})", what, e.what());
+  } catch (const std::exception& e) {
+    SY_THROW(Internal, "{}: {}", what, e.what());
+  }
+}
+}  // namespace switchyard

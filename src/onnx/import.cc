@@ -61,6 +61,8 @@ class Importer {
                                             const std::string& label, ir::Graph& graph);
   void apply_declared_type(ir::Graph& graph, const onnx::ValueInfoProto& info,
                            const std::string& label) const;
+  void refuse_contradicting_dtype(const ir::Value& v, const onnx::ValueInfoProto& info,
+                                  const std::string& label) const;
 
   const onnx::ModelProto& model_;
   std::string base_dir_;
@@ -105,7 +107,9 @@ void Importer::build_graph(onnx::GraphProto& proto, ir::Graph& graph, const std:
              "output '{}'{} is not produced by any node, input or initializer", output.name(),
              where(graph));
     graph.add_output(v);
-    apply_declared_type(graph, output, fmt::format("output '{}'{}", output.name(), where(graph)));
+    std::string label = fmt::format("output '{}'{}", output.name(), where(graph));
+    refuse_contradicting_dtype(*v, output, label);
+    apply_declared_type(graph, output, label);
   }
   for (const auto& info : proto.value_info()) {
     apply_declared_type(graph, info, fmt::format("value_info '{}'{}", info.name(), where(graph)));
@@ -302,6 +306,21 @@ void Importer::apply_declared_type(ir::Graph& graph, const onnx::ValueInfoProto&
   if (!v || v->is_constant() || v->is_graph_input()) return;
   ir::Type type = detail::type_from_proto(info.type(), label);
   if (!type.is_unknown()) v->set_type(std::move(type));
+}
+
+// A graph output that is an input or an initializer has its own dtype, which the declared one
+// must match (computed outputs are checked against their producer by type inference).
+void Importer::refuse_contradicting_dtype(const ir::Value& v, const onnx::ValueInfoProto& info,
+                                          const std::string& label) const {
+  if (!info.has_type() || !(v.is_constant() || v.is_graph_input())) return;
+  ir::Type declared = detail::type_from_proto(info.type(), label);
+  const ir::Type& own = v.type();
+  if (!declared.is_tensor() || !own.is_tensor() || declared.dtype == ir::DType::Undefined ||
+      own.dtype == ir::DType::Undefined || declared.dtype == own.dtype)
+    return;
+  SY_THROW(InvalidModel, "{} is declared {}, but it is the {} '{}', which holds {}", label,
+           ir::dtype_name(declared.dtype), v.is_constant() ? "initializer" : "input", v.name(),
+           ir::dtype_name(own.dtype));
 }
 
 // The default-domain opset, or nullopt when the model imports only other domains.

@@ -9,11 +9,7 @@ namespace switchyard::ops {
 
 namespace {
 
-int64_t product(const std::vector<int64_t>& v) {
-  int64_t p = 1;
-  for (int64_t d : v) p *= d;
-  return p;
-}
+int64_t product(const std::vector<int64_t>& v) { return ir::checked_product(v, "window size"); }
 
 }  // namespace
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ir/check.h"
+#include "ir/checked_math.h"
 #include "ir/graph.h"
 #include "ir/type.h"
 
@@ -30,7 +31,9 @@ inline std::optional<AutoPad> parse_auto_pad(const std::string& s) {
 /// partial window. Returns a value < 1 when the window does not fit.
 inline int64_t window_output_size(int64_t in, int64_t k, int64_t s, int64_t d, AutoPad mode,
                                   bool ceil_mode, int64_t& pad_begin, int64_t& pad_end) {
-  int64_t extent = (k - 1) * d + 1;
+  // Every value may come from a model file: the arithmetic is overflow-checked.
+  using ir::checked_add, ir::checked_mul, ir::checked_sub;
+  int64_t extent = checked_add(checked_mul(k - 1, d, "window extent"), 1, "window extent");
   switch (mode) {
     case AutoPad::Valid: {
       pad_begin = pad_end = 0;
@@ -38,8 +41,9 @@ inline int64_t window_output_size(int64_t in, int64_t k, int64_t s, int64_t d, A
     }
     case AutoPad::SameUpper:
     case AutoPad::SameLower: {
-      int64_t out = (in + s - 1) / s;
-      int64_t total = std::max<int64_t>(0, (out - 1) * s + extent - in);
+      int64_t out = checked_add(in, s - 1, "output size") / s;
+      int64_t reach = checked_add(checked_mul(out - 1, s, "window reach"), extent, "window reach");
+      int64_t total = std::max<int64_t>(0, reach - in);
       pad_begin = mode == AutoPad::SameUpper ? total / 2 : total - total / 2;
       pad_end = total - pad_begin;
       return out;
@@ -47,7 +51,8 @@ inline int64_t window_output_size(int64_t in, int64_t k, int64_t s, int64_t d, A
     case AutoPad::NotSet:
       break;
   }
-  int64_t span = in + pad_begin + pad_end - extent;
+  int64_t padded = checked_add(checked_add(in, pad_begin, "padded size"), pad_end, "padded size");
+  int64_t span = padded - extent;
   if (span < 0) return 0;
   int64_t out = span / s + 1;
   if (ceil_mode && span % s != 0) {
@@ -55,7 +60,8 @@ inline int64_t window_output_size(int64_t in, int64_t k, int64_t s, int64_t d, A
     // The last window must start inside the input or the begin padding.
     if ((out - 1) * s >= in + pad_begin) --out;
   }
-  pad_end = std::max<int64_t>(pad_end, (out - 1) * s + extent - in - pad_begin);
+  int64_t reach = checked_add(checked_mul(out - 1, s, "window reach"), extent, "window reach");
+  pad_end = std::max<int64_t>(pad_end, reach - in - pad_begin);
   return out;
 }
 

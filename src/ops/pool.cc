@@ -153,7 +153,13 @@ void infer_roi_align(InferContext& ctx) {
         ctm);
   int64_t oh = node.attr_int("output_height", 1), ow = node.attr_int("output_width", 1);
   if (oh < 1 || ow < 1) ctx.fail("output_height and output_width must be >= 1");
-  if (node.attr_int("sampling_ratio", 0) < 0) ctx.fail("sampling_ratio must be >= 0");
+  int64_t ratio = node.attr_int("sampling_ratio", 0);
+  if (ratio < 0) ctx.fail("sampling_ratio must be >= 0");
+  // The kernel bounds each ROI's samples (bins x grid) at 2^24; larger attributes never fit.
+  constexpr int64_t kMaxSamples = int64_t{1} << 24;
+  if (oh > kMaxSamples || ow > kMaxSamples || ratio > kMaxSamples)
+    ctx.fail("output_height {}, output_width {} and sampling_ratio {} must each be at most {}", oh,
+             ow, ratio, kMaxSamples);
   node.attr_float("spatial_scale", 1.0f);
   set_roi_pool_output(ctx, dt, oh, ow);
 }

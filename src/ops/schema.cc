@@ -1,5 +1,8 @@
 #include "ops/schema.h"
 
+#include "ir/checked_math.h"
+#include "ir/tensor.h"
+
 #include <mutex>
 
 namespace switchyard::ops {
@@ -19,6 +22,39 @@ ir::Type merge_types(const ir::Type& inferred, const ir::Type& declared) {
     if ((*out.shape)[i].is_unknown()) (*out.shape)[i] = (*declared.shape)[i];
   }
   return out;
+}
+// A graph output keeps the dtype the model declares for it: a node that produces another dtype
+// is refused, so run() returns what the model promises. Intermediate values merely take the
+// inferred type.
+void check_declared_output(const ir::Node& node, const ir::Value& v, const ir::Type& inferred) {
+  const ir::Type& declared = v.type();
+  if (!inferred.is_tensor() || !declared.is_tensor()) return;
+  if (inferred.dtype == ir::DType::Undefined || declared.dtype == ir::DType::Undefined) return;
+  if (inferred.dtype == declared.dtype || !v.owner() || !v.owner()->is_output(&v)) return;
+  SY_THROW(InvalidModel, "output '{}'{} is declared {}, but {} produces {}", v.name(),
+           v.owner()->parent() ? fmt::format(" of graph '{}'", v.owner()->name()) : "",
+           ir::dtype_name(declared.dtype), node.describe(), ir::dtype_name(inferred.dtype));
+}
+// An inferred output must be able to exist: at most kMaxRank dims and, when its shape is
+// static, a byte size that fits in memory addressing. A model that makes one is refused here,
+// before any plan or allocation is sized by it.
+void check_output_size(const ir::Node& node, const ir::Value& v, const ir::Type& t) {
+  if (!t.is_tensor() || !t.shape) return;
+  SY_CHECK(static_cast<int64_t>(t.shape->size()) <= ir::kMaxRank, InvalidModel,
+           "{}: output '{}' would have {} dims; a tensor has at most {}", node.describe(), v.name(),
+           t.shape->size(), ir::kMaxRank);
+  std::vector<int64_t> dims;
+  for (const ir::Dim& d : *t.shape) {
+    if (!d.is_static()) return;
+    dims.push_back(d.value);
+  }
+  try {
+    ir::checked_nbytes(t.dtype == ir::DType::Undefined ? ir::DType::UInt8 : t.dtype,
+                       ir::checked_numel(dims));
+  } catch (const Error& e) {
+    SY_THROW(InvalidModel, "{}: output '{}' of shape {} cannot exist: {}", node.describe(),
+             v.name(), ir::shape_to_string(dims), e.message());
+  }
 }
 }  // namespace
 
@@ -112,9 +148,17 @@ void infer_node(ir::Node& node) {
 
   std::vector<ir::Type> out_types(node.num_outputs());
   InferContext ctx(node, out_types);
-  schema->infer(ctx);
+  try {
+    schema->infer(ctx);
+  } catch (const Error& e) {
+    // Shared helpers (checked arithmetic, tensor sizes) do not know the node: name it here.
+    if (e.message().find(node.describe()) != std::string::npos) throw;
+    throw Error(e.code(), fmt::format("{}: {}", node.describe(), e.message()));
+  }
   for (size_t i = 0; i < node.num_outputs(); ++i) {
     ir::Value* v = node.output(i);
+    check_output_size(node, *v, out_types[i]);
+    check_declared_output(node, *v, out_types[i]);
     v->set_type(merge_types(out_types[i], v->type()));
   }
 }

@@ -1,5 +1,7 @@
 #include "ops/shape_inference.h"
 
+#include "ir/checked_math.h"
+
 namespace switchyard::ops {
 
 ir::Shape broadcast_shapes(const InferContext& ctx, const std::vector<ir::Shape>& shapes) {
@@ -129,7 +131,13 @@ std::optional<int64_t> static_length(const InferContext& ctx, size_t i, bool all
   if (allow_scalar && t.rank() == 0) return 1;
   if (t.rank() != 1) ctx.fail("input {} must be 1-D, got {}", i, t.to_string());
   const ir::Dim& d = (*t.shape)[0];
-  return d.is_static() ? std::optional<int64_t>(d.value) : std::nullopt;
+  if (!d.is_static()) return std::nullopt;
+  // The length sizes an output shape: a declared length of 4e9 must not allocate 4e9 dims.
+  if (d.value > ir::kMaxRank)
+    ctx.fail("input {} '{}' declares {} elements; it gives an output's dims, and a tensor has at "
+             "most {} dims",
+             i, ctx.node().input(i)->name(), d.value, ir::kMaxRank);
+  return d.value;
 }
 
 void require_bool_attr(const InferContext& ctx, const std::string& attr, int64_t fallback) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "ir/checked_math.h"
 #include "ops/schema.h"
 #include "ops/shape_inference.h"
 
@@ -239,6 +240,7 @@ void infer_depth_to_space(InferContext& ctx, bool to_space) {
   const Type& in = ctx.input_tensor(0);
   int64_t b = ctx.node().attr_int("blocksize");
   if (b <= 0) ctx.fail("blocksize must be positive, got {}", b);
+  int64_t b2 = ir::checked_mul(b, b, "blocksize^2");
   if (to_space) {
     std::string mode = ctx.node().attr_string("mode", "DCR");
     if (mode != "DCR" && mode != "CRD") ctx.fail("mode '{}' is not DCR or CRD", mode);
@@ -253,20 +255,20 @@ void infer_depth_to_space(InferContext& ctx, bool to_space) {
     if (!d.is_static()) {
       d = ir::Dim();
     } else if (up) {
-      d = ir::Dim(d.value * b);
+      d = ir::Dim(ir::checked_mul(d.value, b, what));
     } else {
       if (d.value % b != 0) ctx.fail("{} {} is not divisible by blocksize {}", what, d.value, b);
       d = ir::Dim(d.value / b);
     }
   };
   if (to_space) {
-    if (out[1].is_static() && out[1].value % (b * b) != 0)
-      ctx.fail("channels {} are not divisible by blocksize^2 = {}", out[1].value, b * b);
-    out[1] = out[1].is_static() ? ir::Dim(out[1].value / (b * b)) : ir::Dim();
+    if (out[1].is_static() && out[1].value % b2 != 0)
+      ctx.fail("channels {} are not divisible by blocksize^2 = {}", out[1].value, b2);
+    out[1] = out[1].is_static() ? ir::Dim(out[1].value / b2) : ir::Dim();
     scale(out[2], true, "height");
     scale(out[3], true, "width");
   } else {
-    out[1] = out[1].is_static() ? ir::Dim(out[1].value * b * b) : ir::Dim();
+    out[1] = out[1].is_static() ? ir::Dim(ir::checked_mul(out[1].value, b2, "channels")) : ir::Dim();
     scale(out[2], false, "height");
     scale(out[3], false, "width");
   }

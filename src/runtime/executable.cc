@@ -27,6 +27,23 @@ std::string datum_signature(const ir::Datum& d) {
   return "none";
 }
 
+// An output's dtype is the one the model declares (compile refuses models whose nodes produce
+// another); a kernel that disagreed with type inference would break that promise.
+void check_output_dtype(const ir::Value& v, const ir::Datum& d) {
+  const ir::Type* t = &v.type();
+  if (t->is_optional() && t->element) t = t->element.get();
+  ir::DType got = ir::DType::Undefined;
+  if (d.is_tensor() && t->is_tensor()) {
+    got = d.tensor.dtype();
+  } else if (d.is_sequence() && t->is_sequence() && t->element && t->element->is_tensor()) {
+    t = t->element.get();
+    got = d.sequence_dtype;
+  }
+  SY_CHECK(got == ir::DType::Undefined || t->dtype == ir::DType::Undefined || got == t->dtype,
+           Internal, "output '{}' came out as {}, but its type is {}", v.name(),
+           ir::dtype_name(got), ir::dtype_name(t->dtype));
+}
+
 void optimize_graph(ir::Graph& graph, const backends::KernelRegistry& kernels) {
   passes::PassContext ctx;
   ctx.evaluate = [&kernels](const ir::Node& node, const std::vector<ir::Datum>& inputs) {
@@ -339,6 +356,7 @@ std::vector<ir::Datum> Executable::run(std::vector<ir::Datum> inputs, RunStats* 
              "output '{}' did not reach the host", v->name());
     outputs.push_back(where[static_cast<size_t>(id)][0]);
   }
+  for (size_t i = 0; i < outputs.size(); ++i) check_output_dtype(*graph_->outputs()[i], outputs[i]);
   if (profiler) {
     backends::ProfileEvent e;
     e.name = "model_run";

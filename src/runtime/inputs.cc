@@ -1,9 +1,11 @@
 #include "runtime/inputs.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <random>
+#include <set>
 
 #include "ir/check.h"
 
@@ -113,6 +115,137 @@ ir::Tensor make_seeded_input(const ir::Value& input, size_t position, const Inpu
     }
   }
   return t;
+}
+
+namespace {
+
+// The tensor type of an input (an optional's element), or nullptr for other kinds.
+const ir::Type* tensor_type_of(const ir::Value& input) {
+  const ir::Type* type = &input.type();
+  if (type->is_optional() && type->element) type = type->element.get();
+  return type->is_tensor() ? type : nullptr;
+}
+
+std::string names_of(const std::vector<ir::Value*>& values) {
+  std::string out;
+  for (const ir::Value* v : values) out += (out.empty() ? "" : ", ") + v->name();
+  return out.empty() ? "none" : out;
+}
+
+std::string keys_of(const std::map<std::string, ir::Tensor>& arrays) {
+  std::string out;
+  for (const auto& kv : arrays) out += (out.empty() ? "" : ", ") + kv.first;
+  return out.empty() ? "none" : out;
+}
+
+// Checks an array given for `input` against its declared dtype and the --shape / --dim the
+// user gave; binds the symbolic dims it fixes into `dims` (for the inputs that are seeded).
+void check_given(const ir::Value& input, const ir::Tensor& array, const std::string& key,
+                 const std::string& source, const InputSpec& spec,
+                 std::map<std::string, int64_t>& dims) {
+  const ir::Type* type = tensor_type_of(input);
+  SY_CHECK(type != nullptr || input.type().is_unknown(), InvalidArgument,
+           "{}: array '{}' is a tensor, but input '{}' is a {}", source, key, input.name(),
+           input.type().to_string());
+  if (!type) return;
+  SY_CHECK(type->dtype == ir::DType::Undefined || type->dtype == array.dtype(), InvalidArgument,
+           "{}: array '{}' has dtype {}, but the model declares input '{}' as {}", source, key,
+           ir::dtype_name(array.dtype()), input.name(), ir::dtype_name(type->dtype));
+  const std::string shape = ir::shape_to_string(array.shape());
+  auto wanted = spec.shapes.find(input.name());
+  if (wanted != spec.shapes.end()) {
+    SY_CHECK(wanted->second == array.shape(), InvalidArgument,
+             "{}: array '{}' has shape {}, which contradicts --shape {}={}", source, key, shape,
+             input.name(), fmt::join(wanted->second, "x"));
+  }
+  if (!type->shape || type->shape->size() != array.shape().size()) return;  // run() refuses it
+  for (size_t i = 0; i < type->shape->size(); ++i) {
+    const ir::Dim& d = (*type->shape)[i];
+    if (!d.is_symbolic()) continue;
+    int64_t got = array.shape()[i];
+    auto bound = spec.dims.find(d.symbol);
+    SY_CHECK(
+        bound == spec.dims.end() || bound->second == got, InvalidArgument,
+        "{}: array '{}' has shape {}, whose dim {} ('{}') is {}, which contradicts --dim {}={}",
+        source, key, shape, i, d.symbol, got, d.symbol,
+        bound == spec.dims.end() ? 0 : bound->second);
+    dims.emplace(d.symbol, got);
+  }
+}
+
+}  // namespace
+
+ResolvedInputs resolve_inputs(const std::vector<ir::Value*>& inputs,
+                              const std::vector<ir::Value*>& outputs,
+                              const std::map<std::string, ir::Tensor>& given,
+                              const std::string& source, const InputSpec& spec, bool seed_given) {
+  // Every --shape and --dim must bind something.
+  std::set<std::string> symbols;
+  for (const ir::Value* v : inputs) {
+    if (const ir::Type* t = tensor_type_of(*v); t && t->shape)
+      for (const ir::Dim& d : *t->shape)
+        if (d.is_symbolic()) symbols.insert(d.symbol);
+  }
+  for (const auto& [name, shape] : spec.shapes) {
+    bool known = std::any_of(inputs.begin(), inputs.end(),
+                             [&](const ir::Value* v) { return v->name() == name; });
+    SY_CHECK(known, InvalidArgument,
+             "--shape {}: the model has no input named '{}'; its inputs: {}", name, name,
+             names_of(inputs));
+  }
+  for (const auto& [name, value] : spec.dims) {
+    SY_CHECK(symbols.count(name), InvalidArgument,
+             "--dim {}={}: no input of the model has a dim named '{}'; its symbolic dims: {}", name,
+             value, name, symbols.empty() ? "none" : fmt::format("{}", fmt::join(symbols, ", ")));
+  }
+
+  // Each key names one input (by name or as in.<name>) or, as out.<name>, one output.
+  std::map<std::string, std::string> key_of;  // input name -> key
+  ResolvedInputs result;
+  for (const auto& [key, array] : given) {
+    const ir::Value* match = nullptr;
+    for (const ir::Value* v : inputs)
+      if (key == v->name() || key == "in." + v->name()) match = v;
+    if (!match) {
+      bool reference_output = key.rfind("out.", 0) == 0 &&
+                              std::any_of(outputs.begin(), outputs.end(), [&](const ir::Value* v) {
+                                return "out." + v->name() == key;
+                              });
+      SY_CHECK(reference_output, InvalidArgument,
+               "{}: array '{}' names no input of the model; its inputs: {} (keys are input "
+               "names or in.<name>)",
+               source, key, names_of(inputs));
+      result.ignored_keys.push_back(key);
+      continue;
+    }
+    auto [it, fresh] = key_of.emplace(match->name(), key);
+    SY_CHECK(fresh, InvalidArgument, "{}: arrays '{}' and '{}' both give input '{}'", source,
+             it->second, key, match->name());
+  }
+
+  InputSpec seeded = spec;
+  for (const auto& [name, key] : key_of) {
+    const ir::Value* v = *std::find_if(inputs.begin(), inputs.end(),
+                                       [&](const ir::Value* x) { return x->name() == name; });
+    check_given(*v, given.at(key), key, source, spec, seeded.dims);
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ir::Value& v = *inputs[i];
+    auto it = key_of.find(v.name());
+    if (it != key_of.end()) {
+      result.values.emplace_back(given.at(it->second));
+      result.origins.push_back("from " + source);
+      continue;
+    }
+    SY_CHECK(source.empty() || seed_given, InvalidArgument,
+             "input '{}' is not in {} (its keys: {}); add it as '{}' or '{}', or pass --seed N "
+             "to seed the inputs the file lacks",
+             v.name(), source, keys_of(given), v.name(), "in." + v.name());
+    result.values.emplace_back(make_seeded_input(v, i, seeded));
+    result.origins.push_back(source.empty() ? fmt::format("seed {}", spec.seed)
+                                            : fmt::format("seed {}, not in {}", spec.seed, source));
+  }
+  return result;
 }
 
 ValueSummary summarize(const std::string& name, const ir::Datum& value) {

@@ -29,6 +29,28 @@ std::vector<int64_t> resolve_input_shape(const ir::Value& input, const InputSpec
 /// random. The stream depends on the seed and the input's position, so every input differs.
 ir::Tensor make_seeded_input(const ir::Value& input, size_t position, const InputSpec& spec);
 
+/// The inputs of one run, in graph-input order, and where each came from.
+struct ResolvedInputs {
+  std::vector<ir::Datum> values;
+  /// Per input: "from in.npz" or "seed 7" ("seed 7, not in in.npz" when a file was given).
+  std::vector<std::string> origins;
+  /// Keys of the file that were not used: `out.<name>` arrays naming a graph output (the
+  /// expected outputs a reference file carries).
+  std::vector<std::string> ignored_keys;
+};
+
+/// Inputs for a run from the arrays of an inputs file (`given`, read from `source`; empty when
+/// no file was given) and seeded values. A key names a graph input by its name or as
+/// `in.<name>`; an `out.<name>` key naming a graph output is ignored. Throws InvalidArgument,
+/// naming the key, input or option, when a key names nothing (the message lists the model's
+/// inputs), when an input is missing from a given file and `seed_given` is false, when an
+/// array's dtype differs from the declared one, when its shape contradicts a --shape or a
+/// --dim binding, or when --shape / --dim names no input / no symbolic dim of an input.
+ResolvedInputs resolve_inputs(const std::vector<ir::Value*>& inputs,
+                              const std::vector<ir::Value*>& outputs,
+                              const std::map<std::string, ir::Tensor>& given,
+                              const std::string& source, const InputSpec& spec, bool seed_given);
+
 /// Parses "1x3x224x224" (or "" / "scalar" for rank 0). Throws InvalidArgument.
 std::vector<int64_t> parse_shape(const std::string& text);
 

@@ -2,6 +2,8 @@
 // the library.
 #include <cstdio>
 #include <exception>
+#include <new>
+#include <stdexcept>
 
 #include "commands.h"
 #include "switchyard/error.hpp"
@@ -20,6 +22,12 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const switchyard::Error& e) {
     std::fprintf(stderr, "switchyard: error: %s\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "switchyard: error: OutOfMemory: the machine ran out of memory\n");
+    return 1;
+  } catch (const std::length_error& e) {
+    std::fprintf(stderr, "switchyard: error: InvalidModel: a size is too large (%s)\n", e.what());
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "switchyard: internal error: %s\n", e.what());

@@ -29,8 +29,10 @@ struct RunArgs {
   std::vector<std::string> dims;
   std::vector<std::string> shapes;
   uint64_t seed = 0;
+  bool seed_given = false;  // --seed on the command line: seed what --inputs lacks
   int iterations = 1;
   int threads = 0;
+  int64_t deadline_ms = 0;  // per run; 0 = none
   bool json = false;
   bool explain = false;
   std::string trace_path;
@@ -46,7 +48,7 @@ std::pair<std::string, std::string> split_assignment(const std::string& text,
   return {text.substr(0, eq), text.substr(eq + 1)};
 }
 
-runtime::InputSpec make_input_spec(const RunArgs& args, const ir::Graph& graph) {
+runtime::InputSpec make_input_spec(const RunArgs& args) {
   runtime::InputSpec spec;
   spec.seed = args.seed;
   for (const auto& d : args.dims) {
@@ -57,9 +59,6 @@ runtime::InputSpec make_input_spec(const RunArgs& args, const ir::Graph& graph) 
   }
   for (const auto& s : args.shapes) {
     auto [name, value] = split_assignment(s, "--shape");
-    bool known = false;
-    for (const ir::Value* v : graph.inputs()) known = known || v->name() == name;
-    SY_CHECK(known, InvalidArgument, "--shape {}: the model has no input named '{}'", name, name);
     spec.shapes[name] = runtime::parse_shape(value);
   }
   return spec;
@@ -69,6 +68,10 @@ int run_command(const RunArgs& args) {
   SY_CHECK(args.iterations >= 1, InvalidArgument, "--iterations must be at least 1, got {}",
            args.iterations);
   SY_CHECK(args.threads >= 0, InvalidArgument, "--threads must be >= 0, got {}", args.threads);
+  SY_CHECK(args.deadline_ms >= 0, InvalidArgument, "--deadline-ms must be >= 0, got {}",
+           args.deadline_ms);
+  runtime::RunControl control;
+  control.deadline_ms = args.deadline_ms;
   Options options = args.options;
   options.num_threads = args.threads;
   Executable exe = Model::load(args.model).compile(options);
@@ -77,21 +80,14 @@ int run_command(const RunArgs& args) {
 
   std::map<std::string, ir::Tensor> given;
   if (!args.inputs_path.empty()) given = io::read_npz(args.inputs_path);
-  runtime::InputSpec spec = make_input_spec(args, graph);
-  std::vector<ir::Datum> inputs;
-  std::vector<std::string> input_origin;
-  for (size_t i = 0; i < graph.inputs().size(); ++i) {
-    const ir::Value* v = graph.inputs()[i];
-    auto it = given.find(v->name());
-    if (it == given.end()) it = given.find("in." + v->name());
-    if (it != given.end()) {
-      inputs.emplace_back(it->second);
-      input_origin.push_back("from " + args.inputs_path);
-    } else {
-      inputs.emplace_back(runtime::make_seeded_input(*v, i, spec));
-      input_origin.push_back(fmt::format("seed {}", args.seed));
-    }
-  }
+  runtime::ResolvedInputs resolved =
+      runtime::resolve_inputs(graph.inputs(), graph.outputs(), given, args.inputs_path,
+                              make_input_spec(args), args.seed_given);
+  const std::vector<ir::Datum>& inputs = resolved.values;
+  const std::vector<std::string>& input_origin = resolved.origins;
+  if (!resolved.ignored_keys.empty())
+    fmt::print(stderr, "switchyard: note: {}: ignoring {} (reference outputs, not inputs)\n",
+               args.inputs_path, fmt::join(resolved.ignored_keys, ", "));
 
   std::vector<double> times_ms;
   std::vector<ir::Datum> outputs;
@@ -101,7 +97,7 @@ int run_command(const RunArgs& args) {
     // The trace records the last iteration (after first-shape preparation).
     bool traced = !args.trace_path.empty() && it + 1 == args.iterations;
     auto start = std::chrono::steady_clock::now();
-    outputs = impl.run(inputs, &stats, traced ? &profiler : nullptr);
+    outputs = impl.run(inputs, &stats, traced ? &profiler : nullptr, &control);
     auto end = std::chrono::steady_clock::now();
     times_ms.push_back(std::chrono::duration<double, std::milli>(end - start).count());
   }
@@ -192,14 +188,20 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--outputs", args->outputs_path, "write outputs to this .npz");
   cmd->add_option("--dim", args->dims, "bind a symbolic dim: NAME=VALUE (repeatable)");
   cmd->add_option("--shape", args->shapes, "an input's shape: INPUT=1x3x224x224 (repeatable)");
-  cmd->add_option("--seed", args->seed, "seed for inputs not given in --inputs");
+  auto* seed = cmd->add_option("--seed", args->seed,
+                               "seed for random inputs; with --inputs, for the inputs it lacks");
   cmd->add_option("--iterations", args->iterations, "number of timed runs (median reported)");
   cmd->add_option("--threads", args->threads, "threads per run (0 = all cores)");
+  cmd->add_option("--deadline-ms", args->deadline_ms,
+                  "stop a run that takes longer than this many milliseconds (error Cancelled)");
   cmd->add_flag("--json", args->json, "print one JSON object");
   cmd->add_flag("--explain", args->explain, "print the placement report (per-node table)");
   cmd->add_option("--trace", args->trace_path, "write a Chrome trace JSON of the last run");
   add_placement_options(cmd, args->options);
-  cmd->callback([args, &exit_code] { exit_code = run_command(*args); });
+  cmd->callback([args, seed, &exit_code] {
+    args->seed_given = seed->count() > 0;
+    exit_code = run_command(*args);
+  });
 }
 
 }  // namespace switchyard::tools

@@ -4,6 +4,7 @@
 
 #include "backends/cpu/kernels/conv_internal.h"
 #include "backends/cpu/kernels/dnnl_util.h"
+#include "ir/checked_math.h"
 
 namespace switchyard::cpu {
 
@@ -73,6 +74,17 @@ struct DnnlConvPlan {
   dnnl::memory::desc weights_md;                // the layout the primitive wants
   dnnl::memory packed_weights;                  // weights_md copy of constant weights (else empty)
 };
+
+// The output must be able to exist before any oneDNN plan is sized by it (oneDNN divides by
+// sizes that wrap for absurd shapes). Its work (out x kernel x in-channels) must fit int64 too.
+void check_output_fits(const backends::KernelContext& ctx, const ConvDims& d, DType dtype) {
+  std::string what = ctx.node().describe() + ": output";
+  int64_t numel = ir::checked_product(d.out_shape(), what);
+  ir::checked_nbytes(dtype, numel);
+  int64_t per_group = d.group > 0 ? d.in_channels / d.group : d.in_channels;
+  ir::checked_mul(ir::checked_mul(numel, d.kernel_size(), what), std::max<int64_t>(per_group, 1),
+                  what + " work");
+}
 
 // A conv-family call's dims and, where oneDNN takes it, its oneDNN plan.
 struct ConvPlan {
@@ -239,6 +251,7 @@ class ConvKernel : public ConvFamilyKernel {
     auto plan = std::make_shared<ConvPlan>();
     plan->dims = forward_conv_dims(ctx, x, w, group_);
     const ConvDims& d = plan->dims;
+    check_output_fits(ctx, d, x.dtype());
     if (b && b->shape() != std::vector<int64_t>{d.out_channels})
       ctx.fail("bias B has shape {}, expected [{}]", ir::shape_to_string(b->shape()),
                d.out_channels);
@@ -343,7 +356,7 @@ class ConvTransposeKernel : public ConvFamilyKernel {
       ctx.fail("weight W has {} input channels, expected {} like X", w.dim(0), d.in_channels);
     if (d.in_channels % group_ != 0)
       ctx.fail("input X has {} channels, not divisible by group {}", d.in_channels, group_);
-    d.out_channels = w.dim(1) * group_;
+    d.out_channels = ir::checked_mul(w.dim(1), group_, "output channels");
     d.in = tail(x.shape(), 2);
     ops::WindowAttrs a = ops::read_window_attrs(ctx.node(), tail(w.shape(), 2));
     d.kernel = a.kernel;
@@ -356,12 +369,17 @@ class ConvTransposeKernel : public ConvFamilyKernel {
       ctx.fail("output_shape has {} values, expected {}", output_shape_.size(), n);
     bool same = a.auto_pad == ops::AutoPad::SameUpper || a.auto_pad == ops::AutoPad::SameLower;
     for (size_t i = 0; i < n; ++i) {
-      int64_t full = a.strides[i] * (d.in[i] - 1) + op[i] + (a.kernel[i] - 1) * a.dilations[i] + 1;
+      using ir::checked_add, ir::checked_mul;
+      int64_t full = checked_add(
+          checked_add(checked_mul(a.strides[i], d.in[i] - 1, "output size"), op[i], "output size"),
+          checked_add(checked_mul(a.kernel[i] - 1, a.dilations[i], "output size"), 1,
+                      "output size"),
+          "output size");
       int64_t out;
       int64_t pb, pe;
       if (!output_shape_.empty() || same) {
         out = !output_shape_.empty() ? output_shape_[output_shape_.size() - n + i]
-                                     : d.in[i] * a.strides[i];
+                                     : checked_mul(d.in[i], a.strides[i], "output size");
         int64_t total = full - out;
         if (total < 0) {
           pb = 0;
@@ -374,7 +392,7 @@ class ConvTransposeKernel : public ConvFamilyKernel {
       } else {
         pb = a.auto_pad == ops::AutoPad::Valid ? 0 : a.pads[i];
         pe = a.auto_pad == ops::AutoPad::Valid ? 0 : a.pads[i + n];
-        out = full - pb - pe;
+        out = ir::checked_sub(ir::checked_sub(full, pb, "output size"), pe, "output size");
       }
       if (out < 1) ctx.fail("output spatial dim {} would be {}", i, out);
       d.out.push_back(out);
@@ -385,6 +403,7 @@ class ConvTransposeKernel : public ConvFamilyKernel {
     if (b && b->shape() != std::vector<int64_t>{d.out_channels})
       ctx.fail("bias B has shape {}, expected [{}]", ir::shape_to_string(b->shape()),
                d.out_channels);
+    check_output_fits(ctx, d, x.dtype());
     if (x.dtype() != DType::Float32 || n > 3 || x.numel() == 0 || product(d.out_shape()) == 0)
       return plan;
     for (size_t i = 0; i < n; ++i)

@@ -186,12 +186,14 @@ struct IsInfOp : UnaryOp {
   }
 };
 
+// The activations below compare so that NaN falls through to the branch that returns it, as
+// numpy's maximum/clip do: an activation never turns NaN into a number.
 struct ReluOp : UnaryOp {
   using UnaryOp::UnaryOp;
   static constexpr int64_t kGrain = kCheapGrain;
   template <typename V>
   V operator()(V x) const {
-    return x > V(0) ? x : V(0);
+    return !(x <= V(0)) ? x : V(0);
   }
 };
 
@@ -211,7 +213,7 @@ struct ThresholdedReluOp : UnaryOp {
   explicit ThresholdedReluOp(const ir::Node& n) : UnaryOp(n), alpha_(n.attr_float("alpha", 1.0f)) {}
   template <typename V>
   V operator()(V x) const {
-    return x > V(alpha_) ? x : V(0);
+    return !(x <= V(alpha_)) ? x : V(0);
   }
 };
 
@@ -223,7 +225,7 @@ struct HardSigmoidOp : UnaryOp {
       : UnaryOp(n), alpha_(n.attr_float("alpha", 0.2f)), beta_(n.attr_float("beta", 0.5f)) {}
   template <typename V>
   V operator()(V x) const {
-    return std::max(V(0), std::min(V(1), V(alpha_) * x + V(beta_)));
+    return std::max(std::min(V(alpha_) * x + V(beta_), V(1)), V(0));
   }
 };
 
@@ -241,7 +243,7 @@ struct CeluOp : UnaryOp {
   explicit CeluOp(const ir::Node& n) : UnaryOp(n), alpha_(n.attr_float("alpha", 1.0f)) {}
   template <typename V>
   V operator()(V x) const {
-    return std::max(V(0), x) + std::min(V(0), V(alpha_) * std::expm1(x / V(alpha_)));
+    return std::max(x, V(0)) + std::min(V(alpha_) * std::expm1(x / V(alpha_)), V(0));
   }
 };
 

@@ -418,13 +418,17 @@ class LrnKernel : public backends::Kernel {
     if (y.numel() == 0) return;
     int64_t before = (size_ - 1) / 2;
     int64_t after = size_ - 1 - before;
+    // A window wider than the channels sums them all: the work per plane is bounded by c, so
+    // the grain uses the clamped width (size may be anything up to 2^63 in a model file).
+    int64_t window = std::min(size_, c);
     dispatch(FloatTypes{}, x.dtype(), ctx.node(), [&](auto tag) {
       using T = decltype(tag);
       using C = compute_t<T>;
       const T* in = x.data<T>();
       T* out = y.data<T>();
       C scale = static_cast<C>(alpha_) / static_cast<C>(size_);
-      parallel_for(x.dim(0) * c, std::max<int64_t>(1, 4096 / (spatial * size_)), ctx.num_threads(),
+      int64_t work = std::max<int64_t>(1, spatial) * window;  // <= numel: cannot overflow
+      parallel_for(x.dim(0) * c, std::max<int64_t>(1, 4096 / work), ctx.num_threads(),
                    [&](int64_t b, int64_t e) {
                      for (int64_t plane = b; plane < e; ++plane) {
                        int64_t n = plane / c;

@@ -67,9 +67,10 @@ inline C row_max(const C* p, int64_t n) {
 template <SoftmaxMode kMode, typename C>
 void softmax_row(const C* p, C* work, int64_t n) {
   if constexpr (kMode == SoftmaxMode::Hardmax) {
+    // The first maximum, or the first NaN, as numpy's argmax (the ONNX reference) picks.
     int64_t best = 0;
-    for (int64_t i = 1; i < n; ++i)
-      if (p[i] > p[best]) best = i;
+    for (int64_t i = 1; i < n && p[best] == p[best]; ++i)
+      if (p[i] > p[best] || p[i] != p[i]) best = i;
     for (int64_t i = 0; i < n; ++i) work[i] = C(0);
     if (n > 0) work[best] = C(1);
   } else {
@@ -140,7 +141,7 @@ void softmax_strided(const T* in, T* out, int64_t outer, int64_t len, int64_t in
                      for (int64_t k = 0; k < n; ++k) {
                        C v = convert<C>(p[j * inner + k]);
                        if (kMode == SoftmaxMode::Hardmax) {
-                         if (v > best[k]) {
+                         if (v > best[k] || (v != v && best[k] == best[k])) {
                            best[k] = v;
                            arg[k] = j;
                          }

@@ -1,6 +1,7 @@
 // CPU kernels of the pool family: MaxPool, AveragePool, LpPool and the global pools. float32
 // (and int8/uint8 max pooling) run through oneDNN's pooling for 1-3 spatial dims; the direct
 // loop covers other dtypes, Indices, LpPool and the windows oneDNN cannot express.
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -21,6 +22,24 @@ using MaxPoolTypes = TypeList<float, double, Float16, BFloat16, int8_t, uint8_t>
 // Offset markers in a window table besides real input offsets.
 constexpr int64_t kPadding = -1;  // explicit padding: counts for count_include_pad
 constexpr int64_t kOutside = -2;  // beyond the explicit pads (ceil_mode): never counts
+
+// oneDNN's max pooling lets a number win over NaN, where numpy's max (and ONNX Runtime) let NaN
+// win; a float32 input holding a NaN takes the direct loop instead. One vectorised read.
+bool holds_nan(const ir::Tensor& x, int threads) {
+  if (x.dtype() != DType::Float32) return false;
+  const float* p = x.data<float>();
+  std::atomic<bool> found{false};
+  parallel_for(x.numel(), int64_t{1} << 16, threads, [&](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end && !found.load(std::memory_order_relaxed); b += 4096) {
+      int64_t e = std::min(end, b + 4096);
+      int any = 0;
+#pragma omp simd reduction(| : any)
+      for (int64_t i = b; i < e; ++i) any |= p[i] != p[i];
+      if (any) found.store(true, std::memory_order_relaxed);
+    }
+  });
+  return found.load(std::memory_order_relaxed);
+}
 
 struct PoolPlan {
   int64_t planes = 0;  // N * C
@@ -61,7 +80,8 @@ class PoolKernel : public backends::Kernel {
     ir::Tensor* indices = nullptr;
     if (wants_indices_) indices = &ctx.allocate_output(1, DType::Int64, plan->out_shape);
     if (y.numel() == 0) return;
-    if (plan->use_dnnl && !indices) {
+    if (plan->use_dnnl && !indices &&
+        !(kind_ == PoolKind::Max && holds_nan(x, ctx.num_threads()))) {
       execute_primitive(ctx, plan->primitive,
                         {{DNNL_ARG_SRC, wrap_memory(x, plan->src_md)},
                          {DNNL_ARG_DST, wrap_memory(y, plan->dst_md)}});

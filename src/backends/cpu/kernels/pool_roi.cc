@@ -156,6 +156,23 @@ class MaxRoiPoolKernel : public backends::Kernel {
   float spatial_scale_;
 };
 
+// Most bilinear samples one ROI of RoiAlign may take (bins x grid): a bound on the work and the
+// tap table that a model's sampling_ratio or its ROI coordinates could otherwise make unbounded.
+constexpr int64_t kMaxRoiSamples = int64_t{1} << 24;
+
+// The sampling grid along one axis of a bin: the fixed sampling_ratio, else ceil(roi / bins),
+// checked before it becomes an integer (ROI coordinates are data: they may be NaN or 1e30).
+template <typename C>
+int64_t adaptive_grid(const backends::KernelContext& ctx, int64_t roi_index, C roi_extent,
+                      int64_t bins) {
+  double g = std::ceil(static_cast<double>(roi_extent) / static_cast<double>(bins));
+  if (std::isnan(g)) ctx.fail("ROI {} has a NaN coordinate", roi_index);
+  if (g > static_cast<double>(kMaxRoiSamples))
+    ctx.fail("ROI {} spans {} pixels: its adaptive sampling grid is too large", roi_index,
+             static_cast<double>(roi_extent));
+  return std::max<int64_t>(static_cast<int64_t>(g), 0);
+}
+
 class RoiAlignKernel : public backends::Kernel {
  public:
   explicit RoiAlignKernel(const backends::KernelInit& init)
@@ -169,6 +186,17 @@ class RoiAlignKernel : public backends::Kernel {
     SY_CHECK(out_h_ >= 1 && out_w_ >= 1 && sampling_ratio_ >= 0, InvalidModel,
              "{}: output_height/output_width must be >= 1 and sampling_ratio >= 0",
              init.node.describe());
+    SY_CHECK(out_h_ <= kMaxRoiSamples && out_w_ <= kMaxRoiSamples &&
+                 sampling_ratio_ <= kMaxRoiSamples,
+             InvalidModel,
+             "{}: output_height {}, output_width {} and sampling_ratio {} must each be at most {}",
+             init.node.describe(), out_h_, out_w_, sampling_ratio_, kMaxRoiSamples);
+  }
+
+  template <typename C>
+  int64_t sampling_grid(const backends::KernelContext& ctx, int64_t r, C extent,
+                        int64_t bins) const {
+    return sampling_ratio_ > 0 ? sampling_ratio_ : adaptive_grid(ctx, r, extent, bins);
   }
 
   void run(backends::KernelContext& ctx) const override {
@@ -211,14 +239,14 @@ class RoiAlignKernel : public backends::Kernel {
             roi_h = std::max(roi_h, C(1));
           }
           C bin_h = roi_h / static_cast<C>(out_h_), bin_w = roi_w / static_cast<C>(out_w_);
-          int64_t grid_h = sampling_ratio_ > 0
-                               ? sampling_ratio_
-                               : static_cast<int64_t>(std::ceil(roi_h / static_cast<C>(out_h_)));
-          int64_t grid_w = sampling_ratio_ > 0
-                               ? sampling_ratio_
-                               : static_cast<int64_t>(std::ceil(roi_w / static_cast<C>(out_w_)));
-          grid_h = std::max<int64_t>(grid_h, 0);
-          grid_w = std::max<int64_t>(grid_w, 0);
+          int64_t grid_h = sampling_grid(ctx, r, roi_h, out_h_);
+          int64_t grid_w = sampling_grid(ctx, r, roi_w, out_w_);
+          // Every count is bounded before use: the taps of one ROI fit kMaxRoiSamples.
+          double total = static_cast<double>(out_h_) * static_cast<double>(out_w_) *
+                         static_cast<double>(grid_h) * static_cast<double>(grid_w);
+          if (total > static_cast<double>(kMaxRoiSamples))
+            ctx.fail("ROI {} needs {} bilinear samples ({}x{} bins of {}x{}), more than {}", r,
+                     total, out_h_, out_w_, grid_h, grid_w, kMaxRoiSamples);
           C count = static_cast<C>(std::max<int64_t>(grid_h * grid_w, 1));
           // Bilinear taps of every sample of every bin (shared by all channels).
           std::vector<BilinearTap<C>> taps;

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "backends/cpu/kernels/shape_internal.h"
+#include "ir/checked_math.h"
 #include "ops/shape_geometry.h"
 #include "ops/slice_geometry.h"
 
@@ -217,6 +218,7 @@ class BlockRearrangeKernel : public backends::Kernel {
         block_(init.node.attr_int("blocksize")) {
     SY_CHECK(block_ > 0, InvalidModel, "{}: blocksize must be positive, got {}",
              init.node.describe(), block_);
+    block_squared_ = ir::checked_mul(block_, block_, init.node.describe() + ": blocksize^2");
   }
   void run(KernelContext& ctx) const override {
     const ir::Tensor& in = ctx.input(0);
@@ -224,8 +226,9 @@ class BlockRearrangeKernel : public backends::Kernel {
     int64_t n = in.dim(0), c = in.dim(1), h = in.dim(2), w = in.dim(3), b = block_;
     std::vector<int64_t> shape, strides;
     if (to_space_) {
-      if (c % (b * b) != 0) ctx.fail("channels {} are not divisible by blocksize^2 = {}", c, b * b);
-      int64_t cc = c / (b * b);
+      if (c % block_squared_ != 0)
+        ctx.fail("channels {} are not divisible by blocksize^2 = {}", c, block_squared_);
+      int64_t cc = c / block_squared_;
       std::vector<int64_t> view =
           crd_ ? std::vector<int64_t>{n, cc, b, b, h, w} : std::vector<int64_t>{n, b, b, cc, h, w};
       std::vector<int64_t> s = strides_of(view);
@@ -239,8 +242,11 @@ class BlockRearrangeKernel : public backends::Kernel {
       shape = {n, b, b, c, h / b, w / b};
       strides = {s[0], s[3], s[5], s[1], s[2], s[4]};
     }
-    std::vector<int64_t> out_shape = to_space_ ? std::vector<int64_t>{n, c / (b * b), h * b, w * b}
-                                               : std::vector<int64_t>{n, c * b * b, h / b, w / b};
+    const std::string what = ctx.node().describe() + ": output shape";
+    std::vector<int64_t> out_shape =
+        to_space_ ? std::vector<int64_t>{n, c / block_squared_, ir::checked_mul(h, b, what),
+                                         ir::checked_mul(w, b, what)}
+                  : std::vector<int64_t>{n, ir::checked_mul(c, block_squared_, what), h / b, w / b};
     ir::Tensor& out = ctx.allocate_output(0, in.dtype(), out_shape);
     if (out.numel() == 0) return;
     dispatch_by_size(in.dtype(), ctx.node(), [&](auto tag) {
@@ -252,6 +258,7 @@ class BlockRearrangeKernel : public backends::Kernel {
  private:
   bool to_space_, crd_;
   int64_t block_;
+  int64_t block_squared_ = 1;
 };
 
 }  // namespace
