@@ -196,10 +196,11 @@ std::vector<ir::Datum> GraphProgram::run(std::vector<ir::Datum> inputs, RunState
 namespace switchyard::backends {
 
 std::vector<ir::Datum> evaluate_node(const KernelRegistry& registry, const ir::Node& node,
-                                     const std::vector<ir::Datum>& inputs) {
+                                     const std::vector<ir::Datum>& inputs, size_t memory_limit) {
   std::unique_ptr<Kernel> kernel = registry.create(node);
   RunState state;
   state.pool = HostPool::create();
+  if (memory_limit > 0) state.pool->set_limit(memory_limit, "constant folding");
   state.num_threads = 1;
   std::vector<const ir::Datum*> in;
   for (const ir::Datum& d : inputs) in.push_back(&d);

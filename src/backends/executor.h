@@ -97,6 +97,7 @@ namespace switchyard::backends {
 /// bad_alloc becomes OutOfMemory and length_error InvalidArgument, both naming the node.
 void run_kernel(const Kernel& kernel, const ir::Node& node, KernelContext& ctx);
 /// Runs one node's kernel on the given inputs outside any graph (constant folding).
+/// `memory_limit` (bytes, 0 = none) caps what the evaluation may allocate (OutOfMemory past it).
 std::vector<ir::Datum> evaluate_node(const KernelRegistry& registry, const ir::Node& node,
-                                     const std::vector<ir::Datum>& inputs);
+                                     const std::vector<ir::Datum>& inputs, size_t memory_limit = 0);
 }  // namespace switchyard::backends

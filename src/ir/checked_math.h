@@ -3,6 +3,7 @@
 // hold any int64, so `a * b` on two of its values is never written bare.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <string_view>
 #include <vector>
@@ -40,6 +41,14 @@ inline int64_t checked_product(const std::vector<int64_t>& values, std::string_v
   int64_t p = 1;
   for (int64_t v : values) p = checked_mul(p, v, what);
   return p;
+}
+
+/// A dim computed in floating point (Resize scales): floor(v) as an int64, or InvalidModel
+/// naming `what` when v is NaN, negative or too large (a bare cast would be undefined).
+inline int64_t checked_floor_to_dim(double v, std::string_view what) {
+  double f = std::floor(v);
+  if (!(f >= 0 && f < 9.2e18)) SY_THROW(InvalidModel, "{}: {} is not a valid dimension", what, v);
+  return static_cast<int64_t>(f);
 }
 
 /// Largest rank a value may have. Shape inputs (Reshape, Expand, ConstantOfShape, Unsqueeze's

@@ -87,6 +87,11 @@ void GraphEditor::redirect(ir::Value* from, ir::Value* to) {
 }
 
 DetachedNode GraphEditor::detach(ir::Node* node) {
+  // A node reading its own output is a cycle, which the topological sort refuses only later;
+  // detaching it would leave `inputs` naming the erased output.
+  for (const ir::Value* in : node->inputs())
+    SY_CHECK(in == nullptr || in->producer() != node, InvalidModel,
+             "{}: reads its own output '{}' (a cycle)", node->describe(), in->name());
   DetachedNode d;
   d.graph = node->owner();
   d.name = node->name();

@@ -4,6 +4,7 @@
 // in normalize_opsets.cc.
 
 #include "ir/check.h"
+#include "ir/checked_math.h"
 #include "onnx/normalize_rules.h"
 
 namespace switchyard::onnx_import::detail {
@@ -39,6 +40,9 @@ void align_at_axis(RuleContext& c, ir::Node& n, int64_t axis) {
   std::optional<int64_t> rank_b = known_rank(b);
   if (axis < 0 && rank_a) axis += *rank_a;
   SY_CHECK(axis >= 0, InvalidModel, "{}: broadcast axis {} is negative", n.describe(), axis);
+  // Bounded by any rank, so the rank arithmetic below cannot overflow.
+  SY_CHECK(axis < ir::kMaxRank, InvalidModel, "{}: broadcast axis {} is past the largest rank {}",
+           n.describe(), axis, ir::kMaxRank);
 
   if (rank_a && rank_b) {
     int64_t trailing = *rank_a - axis - *rank_b;

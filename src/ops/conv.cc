@@ -1,4 +1,5 @@
 // Schemas of the conv family (see op_kinds.def): Conv, ConvTranspose, ConvInteger, QLinearConv.
+#include "ir/checked_math.h"
 #include "ops/conv_geometry.h"
 #include "ops/schema.h"
 #include "ops/shape_inference.h"
@@ -36,7 +37,8 @@ void infer_conv(InferContext& ctx, size_t xi, size_t wi, ir::DType out) {
   const ir::Shape& ws = *w.shape;
   if (ws[0].is_static() && ws[0].value % group != 0)
     ctx.fail("weight W has {} output channels, not divisible by group {}", ws[0].value, group);
-  if (xs[1].is_static() && ws[1].is_static() && xs[1].value != ws[1].value * group)
+  if (xs[1].is_static() && ws[1].is_static() &&
+      xs[1].value != ir::checked_mul(ws[1].value, group, "channels x group"))
     ctx.fail("input X has {} channels, expected {} (weight W {} x group {})", xs[1].value,
              ws[1].value * group, ws[1].value, group);
   auto kernel = static_spatial(ws);
@@ -101,7 +103,9 @@ void infer_conv_transpose(InferContext& ctx) {
              ws[0].value);
   if (ws[0].is_static() && ws[0].value % group != 0)
     ctx.fail("weight W has {} input channels, not divisible by group {}", ws[0].value, group);
-  ir::Shape shape = {xs[0], ws[1].is_static() ? ir::Dim(ws[1].value * group) : ir::Dim()};
+  ir::Shape shape = {xs[0], ws[1].is_static()
+                                ? ir::Dim(ir::checked_mul(ws[1].value, group, "output channels"))
+                                : ir::Dim()};
   auto kernel = static_spatial(ws);
   if (!kernel && node.has_attribute("kernel_shape")) kernel = node.attr_ints("kernel_shape");
   if (!kernel) {
@@ -137,11 +141,17 @@ void infer_conv_transpose(InferContext& ctx) {
       }
       int64_t v;
       if (a.auto_pad == AutoPad::SameUpper || a.auto_pad == AutoPad::SameLower) {
-        v = in.value * a.strides[i];
+        v = ir::checked_mul(in.value, a.strides[i], "output size");
       } else {
-        int64_t pads = a.auto_pad == AutoPad::Valid ? 0 : a.pads[i] + a.pads[i + n];
-        v = a.strides[i] * (in.value - 1) + out_pad[i] + (a.kernel[i] - 1) * a.dilations[i] + 1 -
-            pads;
+        using ir::checked_add, ir::checked_mul;
+        const char* what = "output size";
+        int64_t pads =
+            a.auto_pad == AutoPad::Valid ? 0 : checked_add(a.pads[i], a.pads[i + n], what);
+        int64_t reach = checked_add(checked_mul(a.kernel[i] - 1, a.dilations[i], what), 1, what);
+        v = checked_add(
+            checked_add(checked_mul(a.strides[i], in.value - 1, what), out_pad[i], what), reach,
+            what);
+        v = ir::checked_sub(v, pads, what);
       }
       if (v < 1) ctx.fail("output spatial dim {} would be {}", i, v);
       shape.push_back(ir::Dim(v));

@@ -136,6 +136,15 @@ inline WindowAttrs read_window_attrs(const ir::Node& node, std::vector<int64_t> 
   return a;
 }
 
+/// MaxUnpool's default output size of spatial dim `i` for input size `in`:
+/// (in - 1) * stride + kernel - pad_begin - pad_end. Throws InvalidModel when it overflows int64.
+inline int64_t unpooled_size(int64_t in, const WindowAttrs& a, size_t i) {
+  const char* what = "MaxUnpool output size";
+  int64_t size = ir::checked_add(ir::checked_mul(in - 1, a.strides[i], what), a.kernel[i], what);
+  size = ir::checked_sub(size, a.pads[i], what);
+  return ir::checked_sub(size, a.pads[i + a.spatial()], what);
+}
+
 /// Concrete geometry of one call: output sizes and the pads applied (ceil_mode may grow ends).
 struct WindowGeometry {
   std::vector<int64_t> out;

@@ -4,6 +4,7 @@
 #include <set>
 #include <string>
 
+#include "ir/checked_math.h"
 #include "ops/schema.h"
 #include "ops/shape_inference.h"
 
@@ -109,7 +110,8 @@ void infer_resize(InferContext& ctx) {
       }
       for (int64_t i = 0; i < num_axes; ++i) {
         ir::Dim& o = out[static_cast<size_t>(axes[i])];
-        o = all_static ? ir::Dim(static_cast<int64_t>(std::floor(scale * o.value + 0.5)))
+        o = all_static ? ir::Dim(ir::checked_floor_to_dim(
+                             scale * static_cast<double>(o.value) + 0.5, "resized size"))
                        : ir::Dim();
       }
     }
@@ -121,7 +123,7 @@ void infer_resize(InferContext& ctx) {
       if (!(s > 0)) ctx.fail("scales[{}] = {} must be positive", i, s);
       ir::Dim& o = out[static_cast<size_t>(axes[i])];
       if (o.is_static()) {
-        o = ir::Dim(static_cast<int64_t>(std::floor(o.value * s)));
+        o = ir::Dim(ir::checked_floor_to_dim(static_cast<double>(o.value) * s, "resized size"));
       } else if (s != 1.0) {
         o = ir::Dim();
       }

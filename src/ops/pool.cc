@@ -89,13 +89,10 @@ void infer_max_unpool(InferContext& ctx) {
   if (ctx.has_input(2)) {
     if (const ir::Tensor* shape = ctx.input_constant(2)) {
       ctx.set_output(0, ir::Type::tensor(dt, ir::make_shape(shape->to_int_vector())));
+    } else if (std::optional<int64_t> len = static_length(ctx, 2, false)) {
+      ctx.set_output(0, ir::Type::tensor(dt, ir::Shape(static_cast<size_t>(*len))));
     } else {
-      const ir::Type& st = ctx.input_tensor(2);
-      if (st.has_rank() && st.rank() == 1 && (*st.shape)[0].is_static())
-        ctx.set_output(0,
-                       ir::Type::tensor(dt, ir::Shape(static_cast<size_t>((*st.shape)[0].value))));
-      else
-        ctx.set_output(0, ir::Type::tensor(dt));
+      ctx.set_output(0, ir::Type::tensor(dt));
     }
     return;
   }
@@ -110,9 +107,7 @@ void infer_max_unpool(InferContext& ctx) {
   ir::Shape out = {xs[0], xs[1]};
   for (size_t i = 0; i < n; ++i) {
     const ir::Dim& d = xs[i + 2];
-    out.push_back(d.is_static() ? ir::Dim((d.value - 1) * a.strides[i] + a.kernel[i] - a.pads[i] -
-                                          a.pads[i + n])
-                                : ir::Dim());
+    out.push_back(d.is_static() ? ir::Dim(unpooled_size(d.value, a, i)) : ir::Dim());
   }
   ctx.set_output(0, ir::Type::tensor(dt, out));
 }

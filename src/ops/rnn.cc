@@ -3,6 +3,7 @@
 #include <cctype>
 #include <string>
 
+#include "ir/checked_math.h"
 #include "ops/schema.h"
 #include "ops/shape_inference.h"
 
@@ -93,7 +94,9 @@ void infer_recurrent(InferContext& ctx, int64_t gates, int64_t activations_per_d
   if (r.has_rank() && r.rank() != 3) ctx.fail("R has rank {}, expected 3", r.rank());
 
   ir::Dim hidden = hidden_attr > 0 ? ir::Dim(hidden_attr) : dim_or_unknown(r, 2);
-  ir::Dim rows = hidden.is_static() ? ir::Dim(gates * hidden.value) : ir::Dim();
+  ir::Dim rows = hidden.is_static()
+                     ? ir::Dim(ir::checked_mul(gates, hidden.value, "gates x hidden_size"))
+                     : ir::Dim();
   check_dim(ctx, w, 0, ir::Dim(num_directions), "W");
   check_dim(ctx, r, 0, ir::Dim(num_directions), "R");
   check_dim(ctx, w, 1, rows, "W");
@@ -104,7 +107,10 @@ void infer_recurrent(InferContext& ctx, int64_t gates, int64_t activations_per_d
     const ir::Type& b = ctx.input_tensor(3);
     if (b.has_rank() && b.rank() != 2) ctx.fail("B has rank {}, expected 2", b.rank());
     check_dim(ctx, b, 0, ir::Dim(num_directions), "B");
-    check_dim(ctx, b, 1, hidden.is_static() ? ir::Dim(2 * gates * hidden.value) : ir::Dim(), "B");
+    check_dim(ctx, b, 1,
+              rows.is_static() ? ir::Dim(ir::checked_mul(2, rows.value, "2 x gates x hidden_size"))
+                               : ir::Dim(),
+              "B");
   }
 
   ir::Dim seq = dim_or_unknown(x, layout == 0 ? 0 : 1);

@@ -1,5 +1,6 @@
 // Schemas of the sequence family (see op_kinds.def): sequences of tensors and optionals, and the
 // type algebra over value kinds that the control_flow schemas share (ops/sequence_types.h).
+#include "ir/checked_math.h"
 #include "ops/schema.h"
 #include "ops/sequence_types.h"
 #include "ops/shape_inference.h"
@@ -180,7 +181,7 @@ ir::Dim split_chunk_dim(const InferContext& ctx, const ir::Dim& axis_dim) {
   int64_t total = 0;
   for (int64_t s : sizes) {
     if (s < 0) ctx.fail("'split' has a negative size {}", s);
-    total += s;
+    total = ir::checked_add(total, s, "'split' sizes");
   }
   if (axis_dim.is_static() && total != axis_dim.value)
     ctx.fail("'split' sizes sum to {}, but the split axis has size {}", total, axis_dim.value);

@@ -5,6 +5,7 @@
 #include <limits>
 #include <set>
 
+#include "ir/checked_math.h"
 #include "ops/schema.h"
 #include "ops/shape_inference.h"
 
@@ -305,7 +306,7 @@ void infer_concat(InferContext& ctx) {
     std::vector<ir::Dim> dynamic;
     for (const ir::Dim& d : axis_dims) {
       if (d.is_static())
-        sum += d.value;
+        sum = ir::checked_add(sum, d.value, "concatenated size");
       else
         dynamic.push_back(d);
     }
@@ -349,7 +350,7 @@ void infer_split(InferContext& ctx) {
     int64_t sum = 0;
     for (size_t i = 0; i < num_outputs; ++i) {
       sizes[i] = ir::Dim((*split)[i]);
-      sum += (*split)[i];
+      sum = ir::checked_add(sum, (*split)[i], "'split' sizes");
     }
     if (d.is_static() && sum != d.value)
       ctx.fail("'split' sums to {} but axis {} has size {}", sum, a, d.value);

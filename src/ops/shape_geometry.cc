@@ -1,4 +1,5 @@
 #include "ops/shape_geometry.h"
+#include "ir/checked_math.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -57,7 +58,7 @@ std::vector<int64_t> split_sizes(const ir::Node& node, int64_t dim, int64_t axis
     int64_t sum = 0;
     for (int64_t s : *split) {
       if (s < 0) fail_node(node, "'split' has a negative size {}", s);
-      sum += s;
+      sum = ir::checked_add(sum, s, "'split' sizes");
     }
     if (sum != dim) fail_node(node, "'split' sums to {} but axis {} has size {}", sum, axis, dim);
     return *split;

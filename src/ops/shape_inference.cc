@@ -134,9 +134,10 @@ std::optional<int64_t> static_length(const InferContext& ctx, size_t i, bool all
   if (!d.is_static()) return std::nullopt;
   // The length sizes an output shape: a declared length of 4e9 must not allocate 4e9 dims.
   if (d.value > ir::kMaxRank)
-    ctx.fail("input {} '{}' declares {} elements; it gives an output's dims, and a tensor has at "
-             "most {} dims",
-             i, ctx.node().input(i)->name(), d.value, ir::kMaxRank);
+    ctx.fail(
+        "input {} '{}' declares {} elements; it gives an output's dims, and a tensor has at "
+        "most {} dims",
+        i, ctx.node().input(i)->name(), d.value, ir::kMaxRank);
   return d.value;
 }
 

@@ -112,6 +112,7 @@ void infer_slice(InferContext& ctx) {
     axes.emplace();
     for (size_t i = 0; i < count; ++i) axes->push_back(static_cast<int64_t>(i));
   }
+  if (rank == 0 && !axes->empty()) ctx.fail("a rank-0 input cannot be sliced");
   std::vector<int64_t> ax = normalized_axes(ctx, *axes, rank);
   if ((starts && starts->size() != ax.size()) || (ends && ends->size() != ax.size()))
     ctx.fail("starts/ends have {} values for {} axes", starts ? starts->size() : ends->size(),
@@ -186,7 +187,7 @@ void infer_tile(InferContext& ctx) {
     int64_t rep = (*repeats)[i];
     if (rep < 0) ctx.fail("repeats has a negative value {}", rep);
     if (rep == 1) continue;
-    out[i] = out[i].is_static() ? ir::Dim(out[i].value * rep)
+    out[i] = out[i].is_static() ? ir::Dim(ir::checked_mul(out[i].value, rep, "tiled size"))
                                 : (rep == 0 ? ir::Dim(int64_t{0}) : ir::Dim());
   }
   ctx.set_output(0, Type::tensor(in.dtype, out));
@@ -222,10 +223,10 @@ void infer_pad(InferContext& ctx) {
     ctx.fail("pads has {} values, expected {} (2 per axis)", pads->size(), 2 * ax.size());
   ir::Shape out = *in.shape;
   for (size_t i = 0; i < ax.size(); ++i) {
-    int64_t total = (*pads)[i] + (*pads)[i + ax.size()];
+    int64_t total = ir::checked_add((*pads)[i], (*pads)[i + ax.size()], "pads");
     ir::Dim& d = out[static_cast<size_t>(ax[i])];
     if (d.is_static()) {
-      if (d.value + total < 0)
+      if (ir::checked_add(d.value, total, "padded size") < 0)
         ctx.fail("pads {} and {} shrink axis {} of size {} below zero", (*pads)[i],
                  (*pads)[i + ax.size()], ax[i], d.value);
       d = ir::Dim(d.value + total);
@@ -268,7 +269,8 @@ void infer_depth_to_space(InferContext& ctx, bool to_space) {
     scale(out[2], true, "height");
     scale(out[3], true, "width");
   } else {
-    out[1] = out[1].is_static() ? ir::Dim(ir::checked_mul(out[1].value, b2, "channels")) : ir::Dim();
+    out[1] =
+        out[1].is_static() ? ir::Dim(ir::checked_mul(out[1].value, b2, "channels")) : ir::Dim();
     scale(out[2], false, "height");
     scale(out[3], false, "width");
   }

@@ -16,6 +16,9 @@ SliceView slice_view(const ir::Node& node, const std::vector<int64_t>& in_shape,
     SY_THROW(InvalidArgument, "{}: {}", node.describe(), what);
   };
   int64_t rank = static_cast<int64_t>(in_shape.size());
+  // normalize_axis lets axis 0 through for rank 0 (as other ops need); a scalar has no axis to
+  // slice.
+  if (rank == 0 && !starts.empty()) fail("a rank-0 input cannot be sliced");
   if (starts.size() != ends.size())
     fail(fmt::format("starts has {} values and ends has {}", starts.size(), ends.size()));
   std::vector<int64_t> axes;

@@ -1,4 +1,5 @@
 #include "ir/check.h"
+#include "ir/tensor.h"
 #include "ops/op_kind.h"
 #include "passes/passes.h"
 
@@ -13,6 +14,26 @@ bool foldable(const ir::Node& n) {
     if (!v->type().is_tensor()) return false;
   return true;
 }
+// Bytes of the node's outputs whose shapes inference made static (unknown ones count 0): a node
+// whose result is known to be too large is not even evaluated.
+size_t static_output_bytes(const ir::Node& n) {
+  size_t total = 0;
+  for (const ir::Value* v : n.outputs()) {
+    const ir::Type& t = v->type();
+    if (!t.is_tensor() || !t.shape) continue;
+    std::vector<int64_t> dims;
+    bool known = true;
+    for (const ir::Dim& d : *t.shape) {
+      known = known && d.is_static();
+      dims.push_back(d.is_static() ? d.value : 0);
+    }
+    if (!known) continue;
+    size_t bytes = ir::checked_nbytes(t.dtype == ir::DType::Undefined ? ir::DType::UInt8 : t.dtype,
+                                      ir::checked_numel(dims));
+    total = bytes > SIZE_MAX - total ? SIZE_MAX : total + bytes;
+  }
+  return total;
+}
 }  // namespace
 
 size_t fold_constants(ir::Graph& graph, const PassContext& ctx) {
@@ -21,7 +42,7 @@ size_t fold_constants(ir::Graph& graph, const PassContext& ctx) {
   std::vector<ir::Node*> order;
   for (const auto& n : graph.nodes()) order.push_back(n.get());
   for (ir::Node* n : order) {
-    if (!foldable(*n)) continue;
+    if (!foldable(*n) || static_output_bytes(*n) > ctx.max_folded_bytes) continue;
     std::vector<ir::Datum> inputs;
     for (const ir::Value* v : n->inputs())
       inputs.push_back(v ? ir::Datum(v->constant()) : ir::Datum());

@@ -44,12 +44,18 @@ void check_output_dtype(const ir::Value& v, const ir::Datum& d) {
            ir::dtype_name(got), ir::dtype_name(t->dtype));
 }
 
+// The most arithmetic constant folding spends on one node (a second or so on one core).
+constexpr double kMaxFoldedFlops = 1e9;
+
 void optimize_graph(ir::Graph& graph, const backends::KernelRegistry& kernels) {
   passes::PassContext ctx;
-  ctx.evaluate = [&kernels](const ir::Node& node, const std::vector<ir::Datum>& inputs) {
+  ctx.evaluate = [&kernels, &ctx](const ir::Node& node, const std::vector<ir::Datum>& inputs) {
     if (!kernels.supports(node).ok) return std::vector<ir::Datum>{};
+    // Compile time stays bounded whatever the model holds: folding skips nodes whose static
+    // work is large (deterministic, unlike a timer) and caps what one evaluation allocates.
+    if (backends::estimate_node_work(node).flops > kMaxFoldedFlops) return std::vector<ir::Datum>{};
     try {
-      return backends::evaluate_node(kernels, node, inputs);
+      return backends::evaluate_node(kernels, node, inputs, 4 * ctx.max_folded_bytes);
     } catch (const Error&) {
       // A node that fails on its constants is left for run time, where the error names it
       // in context (it may sit in a branch that never runs).

@@ -27,8 +27,8 @@ constexpr int64_t k2To62 = int64_t{1} << 62;
 
 // Dims of a declared value: numbers are static, strings symbolic.
 struct D {
-  D(int64_t v) : value(v) {}         // NOLINT: implicit from a size
-  D(const char* s) : symbol(s) {}    // NOLINT: implicit from a name
+  D(int64_t v) : value(v) {}       // NOLINT: implicit from a size
+  D(const char* s) : symbol(s) {}  // NOLINT: implicit from a name
   int64_t value = 0;
   std::string symbol;
 };
@@ -196,12 +196,12 @@ TEST_F(HostileModel, ConvWithStridesAndDilationsNearInt64MaxIsRefused) {
 
 // A 1-D int64 shape input declared with four billion elements: type inference must not size a
 // vector by it (a 170-byte file once took 4 GB in `explain`).
-class DeclaredShapeLength : public HostileModel, public ::testing::WithParamInterface<std::string> {};
+class DeclaredShapeLength : public HostileModel,
+                            public ::testing::WithParamInterface<std::string> {};
 
 TEST_P(DeclaredShapeLength, FourBillionIsRefusedWithoutAllocating) {
   const std::string op = GetParam();
-  if (op != "ConstantOfShape")
-    declare(graph()->add_input(), "X", onnx::TensorProto::FLOAT, {2, 2});
+  if (op != "ConstantOfShape") declare(graph()->add_input(), "X", onnx::TensorProto::FLOAT, {2, 2});
   declare(graph()->add_input(), "S", onnx::TensorProto::INT64, {4000000000});
   declare_unshaped(graph()->add_output(), "Y", onnx::TensorProto::FLOAT);
   if (op == "ConstantOfShape")
@@ -243,7 +243,9 @@ TEST_F(HostileModel, RoiAlignAdaptiveGridOfAHugeOrNanRoiIsRefusedAtRun) {
     Tensor rois = filled({1, 4}, 0);
     rois.data<float>()[2] = far;
     rois.data<float>()[3] = far;
-    Error e = error_of([&] { exe.run({{"X", filled({1, 1, 4, 4}, 1)}, {"R", rois}, {"I", index}}); });
+    Error e = error_of([&] {
+      exe.run({{"X", filled({1, 1, 4, 4}, 1)}, {"R", rois}, {"I", index}});
+    });
     EXPECT_EQ(e.code(), ErrorCode::InvalidArgument) << e.what();
     EXPECT_NE(e.message().find("ROI 0"), std::string::npos) << e.what();
   }
@@ -322,7 +324,9 @@ TEST_F(HostileModel, EndlessLoopStopsWhenCancelledFromAnotherThread) {
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(3));
   // The token serves the next run once reset; a cancelled token stops a run at its start.
   EXPECT_TRUE(options.cancel.cancelled());
-  EXPECT_EQ(error_of([&] { exe.run({{"V", filled({4}, 1)}}, options); }).code(),
+  EXPECT_EQ(error_of([&] {
+              exe.run({{"V", filled({4}, 1)}}, options);
+            }).code(),
             ErrorCode::Cancelled);
 }
 
@@ -335,8 +339,7 @@ TEST_F(HostileModel, GrowingScanOutputStopsAtTheMemoryLimitAndTheNextRunSucceeds
   Error e = error_of([&] { exe.run({{"V", filled({16384}, 1)}}); });
   EXPECT_EQ(e.code(), ErrorCode::OutOfMemory) << e.what();
   EXPECT_NE(e.message().find("cpu=67108864"), std::string::npos) << e.what();
-  EXPECT_EQ(error_of([&] { exe.run({{"V", filled({16384}, 1)}}); }).code(),
-            ErrorCode::OutOfMemory);
+  EXPECT_EQ(error_of([&] { exe.run({{"V", filled({16384}, 1)}}); }).code(), ErrorCode::OutOfMemory);
 }
 
 TEST_F(HostileModel, MemoryLimitRefusesALargeRunAndTheNextSmallRunSucceeds) {

@@ -63,10 +63,9 @@ std::vector<Family> families() {
                                    [](ir::Graph& g, ir::Value* x) {
                                      ir::Value* w = g.add_constant("W", weights({16, 8, 3, 3}, 1));
                                      ir::Value* b = g.add_constant("B", weights({16}, 2));
-                                     ir::Value* y =
-                                         node(g, "Conv", {x, w, b},
-                                              {A::make_ints("pads", {1, 1, 1, 1}),
-                                               A::make_ints("kernel_shape", {3, 3})});
+                                     ir::Value* y = node(g, "Conv", {x, w, b},
+                                                         {A::make_ints("pads", {1, 1, 1, 1}),
+                                                          A::make_ints("kernel_shape", {3, 3})});
                                      return node(g, "Softmax", {y}, {A::make_int("axis", 1)});
                                    });
                },
@@ -76,10 +75,10 @@ std::vector<Family> families() {
                  return make_graph("gconv", {Dim("N"), Dim(16), Dim("H"), Dim("W")},
                                    [](ir::Graph& g, ir::Value* x) {
                                      ir::Value* w = g.add_constant("W", weights({32, 4, 3, 3}, 3));
-                                     return node(g, "Conv", {x, w},
-                                                 {A::make_int("group", 4),
-                                                  A::make_ints("strides", {2, 2}),
-                                                  A::make_ints("pads", {1, 1, 1, 1})});
+                                     return node(
+                                         g, "Conv", {x, w},
+                                         {A::make_int("group", 4), A::make_ints("strides", {2, 2}),
+                                          A::make_ints("pads", {1, 1, 1, 1})});
                                    });
                },
                {{7, 16, 13, 13}, {2, 16, 8, 10}}});
@@ -92,18 +91,18 @@ std::vector<Family> families() {
                                    });
                },
                {{7, 24, 10, 10}, {4, 24, 7, 5}}});
-  f.push_back({"ConvTranspose",
-               [] {
-                 return make_graph("deconv", {Dim("N"), Dim(8), Dim("H"), Dim("W")},
-                                   [](ir::Graph& g, ir::Value* x) {
-                                     ir::Value* w = g.add_constant("W", weights({8, 12, 3, 3}, 5));
-                                     ir::Value* b = g.add_constant("B", weights({12}, 6));
-                                     return node(g, "ConvTranspose", {x, w, b},
-                                                 {A::make_ints("strides", {2, 2}),
-                                                  A::make_ints("pads", {1, 1, 1, 1})});
-                                   });
-               },
-               {{7, 8, 9, 9}, {3, 8, 6, 7}}});
+  f.push_back(
+      {"ConvTranspose",
+       [] {
+         return make_graph(
+             "deconv", {Dim("N"), Dim(8), Dim("H"), Dim("W")}, [](ir::Graph& g, ir::Value* x) {
+               ir::Value* w = g.add_constant("W", weights({8, 12, 3, 3}, 5));
+               ir::Value* b = g.add_constant("B", weights({12}, 6));
+               return node(g, "ConvTranspose", {x, w, b},
+                           {A::make_ints("strides", {2, 2}), A::make_ints("pads", {1, 1, 1, 1})});
+             });
+       },
+       {{7, 8, 9, 9}, {3, 8, 6, 7}}});
   f.push_back({"MaxPoolSoftmax",
                [] {
                  return make_graph("maxpool", {Dim("N"), Dim(16), Dim("H"), Dim("W")},
@@ -129,20 +128,19 @@ std::vector<Family> families() {
                {{7, 16, 11, 11}, {3, 16, 6, 9}}});
   f.push_back({"GlobalAveragePool",
                [] {
-                 return make_graph("gap", {Dim("N"), Dim(32), Dim("H"), Dim("W")},
-                                   [](ir::Graph& g, ir::Value* x) {
-                                     return node(g, "GlobalAveragePool", {x});
-                                   });
+                 return make_graph(
+                     "gap", {Dim("N"), Dim(32), Dim("H"), Dim("W")},
+                     [](ir::Graph& g, ir::Value* x) { return node(g, "GlobalAveragePool", {x}); });
                },
                {{7, 32, 9, 9}, {2, 32, 14, 5}}});
   f.push_back({"LRN",
                [] {
                  return make_graph("lrn", {Dim("N"), Dim(16), Dim("H"), Dim("W")},
                                    [](ir::Graph& g, ir::Value* x) {
-                                     return node(g, "LRN", {x},
-                                                 {A::make_int("size", 5),
-                                                  A::make_float("alpha", 1e-3f),
-                                                  A::make_float("beta", 0.75f)});
+                                     return node(
+                                         g, "LRN", {x},
+                                         {A::make_int("size", 5), A::make_float("alpha", 1e-3f),
+                                          A::make_float("beta", 0.75f)});
                                    });
                },
                {{7, 16, 8, 8}, {3, 16, 5, 9}}});
@@ -167,37 +165,34 @@ std::vector<Family> families() {
                {{7, 64}, {33, 64}, {1, 64}}});
   f.push_back({"LSTM",
                [] {
-                 return make_graph("lstm", {Dim("T"), Dim("N"), Dim(12)},
-                                   [](ir::Graph& g, ir::Value* x) {
-                                     ir::Value* w = g.add_constant("W", weights({1, 64, 12}, 10));
-                                     ir::Value* r = g.add_constant("R", weights({1, 64, 16}, 11));
-                                     ir::Value* b = g.add_constant("B", weights({1, 128}, 12));
-                                     return node(g, "LSTM", {x, w, r, b},
-                                                 {A::make_int("hidden_size", 16)});
-                                   });
+                 return make_graph(
+                     "lstm", {Dim("T"), Dim("N"), Dim(12)}, [](ir::Graph& g, ir::Value* x) {
+                       ir::Value* w = g.add_constant("W", weights({1, 64, 12}, 10));
+                       ir::Value* r = g.add_constant("R", weights({1, 64, 16}, 11));
+                       ir::Value* b = g.add_constant("B", weights({1, 128}, 12));
+                       return node(g, "LSTM", {x, w, r, b}, {A::make_int("hidden_size", 16)});
+                     });
                },
                {{5, 7, 12}, {9, 3, 12}}});
-  f.push_back({"GRU",
-               [] {
-                 return make_graph("gru", {Dim("T"), Dim("N"), Dim(12)},
-                                   [](ir::Graph& g, ir::Value* x) {
-                                     ir::Value* w = g.add_constant("W", weights({1, 48, 12}, 13));
-                                     ir::Value* r = g.add_constant("R", weights({1, 48, 16}, 14));
-                                     return node(g, "GRU", {x, w, r},
-                                                 {A::make_int("hidden_size", 16),
-                                                  A::make_int("linear_before_reset", 1)});
-                                   });
-               },
-               {{6, 7, 12}, {3, 2, 12}}});
+  f.push_back(
+      {"GRU",
+       [] {
+         return make_graph("gru", {Dim("T"), Dim("N"), Dim(12)}, [](ir::Graph& g, ir::Value* x) {
+           ir::Value* w = g.add_constant("W", weights({1, 48, 12}, 13));
+           ir::Value* r = g.add_constant("R", weights({1, 48, 16}, 14));
+           return node(g, "GRU", {x, w, r},
+                       {A::make_int("hidden_size", 16), A::make_int("linear_before_reset", 1)});
+         });
+       },
+       {{6, 7, 12}, {3, 2, 12}}});
   f.push_back({"RNN",
                [] {
-                 return make_graph("rnn", {Dim("T"), Dim("N"), Dim(12)},
-                                   [](ir::Graph& g, ir::Value* x) {
-                                     ir::Value* w = g.add_constant("W", weights({1, 16, 12}, 15));
-                                     ir::Value* r = g.add_constant("R", weights({1, 16, 16}, 16));
-                                     return node(g, "RNN", {x, w, r},
-                                                 {A::make_int("hidden_size", 16)});
-                                   });
+                 return make_graph(
+                     "rnn", {Dim("T"), Dim("N"), Dim(12)}, [](ir::Graph& g, ir::Value* x) {
+                       ir::Value* w = g.add_constant("W", weights({1, 16, 12}, 15));
+                       ir::Value* r = g.add_constant("R", weights({1, 16, 16}, 16));
+                       return node(g, "RNN", {x, w, r}, {A::make_int("hidden_size", 16)});
+                     });
                },
                {{6, 7, 12}, {4, 3, 12}}});
   return f;

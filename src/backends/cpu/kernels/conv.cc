@@ -424,8 +424,7 @@ class ConvTransposeKernel : public ConvFamilyKernel {
       dnnl::deconvolution_forward::desc desc(
           dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct, a.src,
           a.weights_any, a.bias, a.dst, a.strides, a.dilations, a.pad_begin, a.pad_end);
-      dnnl::deconvolution_forward::primitive_desc pd(desc, user_scratchpad_attr(),
-                                                     dnnl_engine());
+      dnnl::deconvolution_forward::primitive_desc pd(desc, user_scratchpad_attr(), dnnl_engine());
       dnnl::memory::desc user_w(dnnl_dims(wdims), dnnl::memory::data_type::f32, user_strides);
       plan->dnnl =
           finish_plan<dnnl::deconvolution_forward>(pd, a.src, a.dst, user_w, w, constant_weights_);

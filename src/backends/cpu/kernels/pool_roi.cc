@@ -37,8 +37,7 @@ class MaxUnpoolKernel : public backends::Kernel {
     // Indices address the default unpooled shape; a given output_shape pads it at the ends.
     std::vector<int64_t> unpooled = {x.dim(0), x.dim(1)};
     for (size_t i = 0; i < n; ++i)
-      unpooled.push_back((x.dim(static_cast<int64_t>(i) + 2) - 1) * attrs_.strides[i] +
-                         attrs_.kernel[i] - attrs_.pads[i] - attrs_.pads[i + n]);
+      unpooled.push_back(ops::unpooled_size(x.dim(static_cast<int64_t>(i) + 2), attrs_, i));
     for (int64_t d : unpooled)
       if (d < 0) ctx.fail("the unpooled shape {} has a negative dim", unpooled);
     std::vector<int64_t> out_shape = unpooled;
@@ -186,11 +185,11 @@ class RoiAlignKernel : public backends::Kernel {
     SY_CHECK(out_h_ >= 1 && out_w_ >= 1 && sampling_ratio_ >= 0, InvalidModel,
              "{}: output_height/output_width must be >= 1 and sampling_ratio >= 0",
              init.node.describe());
-    SY_CHECK(out_h_ <= kMaxRoiSamples && out_w_ <= kMaxRoiSamples &&
-                 sampling_ratio_ <= kMaxRoiSamples,
-             InvalidModel,
-             "{}: output_height {}, output_width {} and sampling_ratio {} must each be at most {}",
-             init.node.describe(), out_h_, out_w_, sampling_ratio_, kMaxRoiSamples);
+    SY_CHECK(
+        out_h_ <= kMaxRoiSamples && out_w_ <= kMaxRoiSamples && sampling_ratio_ <= kMaxRoiSamples,
+        InvalidModel,
+        "{}: output_height {}, output_width {} and sampling_ratio {} must each be at most {}",
+        init.node.describe(), out_h_, out_w_, sampling_ratio_, kMaxRoiSamples);
   }
 
   template <typename C>
