@@ -231,13 +231,13 @@ __device__ __forceinline__ V unary_math(EwOp op, V x, const EwParams& p) {
     switch (op) {
       case EwOp::Abs: return fabs(x);
       case EwOp::Neg: return -x;
-      case EwOp::Relu: return x > V(0) ? x : V(0);
+      case EwOp::Relu: return nan_(x) || x > V(0) ? x : V(0);  // NaN stays NaN, as numpy
       case EwOp::LeakyRelu: return x < V(0) ? alpha * x : x;
       case EwOp::Elu: return x < V(0) ? alpha * expm1(x) : x;
       case EwOp::Selu: return x > V(0) ? beta * x : beta * (alpha * exp(x) - alpha);
-      case EwOp::Celu: return smax(V(0), x) + smin(V(0), alpha * expm1(x / alpha));
+      case EwOp::Celu: return smax(x, V(0)) + smin(alpha * expm1(x / alpha), V(0));
       case EwOp::Sigmoid: return sigmoid(x);
-      case EwOp::HardSigmoid: return smax(V(0), smin(V(1), alpha * x + beta));
+      case EwOp::HardSigmoid: return smax(smin(alpha * x + beta, V(1)), V(0));
       case EwOp::HardSwish: return x * smax(V(0), smin(V(1), x / V(6) + V(0.5)));
       case EwOp::Tanh: return tanh(x);
       case EwOp::Exp: return exp(x);
@@ -271,7 +271,7 @@ __device__ __forceinline__ V unary_math(EwOp op, V x, const EwParams& p) {
         }
         return V(0.5) * x * (V(1) + erf(x * V(0.7071067811865476)));
       case EwOp::Mish: return x * tanh(softplus(x));
-      case EwOp::ThresholdedRelu: return x > alpha ? x : V(0);
+      case EwOp::ThresholdedRelu: return nan_(x) || x > alpha ? x : V(0);
       case EwOp::Shrink:  // alpha = lambd, beta = bias
         if (x < -alpha) return x + beta;
         if (x > alpha) return x - beta;
