@@ -4,47 +4,35 @@
 // be stopped by a deadline, a cancellation token or a memory limit.
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <thread>
 
 #include "ir/check.h"
+#include "onnx/onnx_test_util.h"
 #include "support/op_test_util.h"
 #include "switchyard/switchyard.hpp"
 
 namespace switchyard {
 namespace {
 
-namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 constexpr int64_t k2To40 = int64_t{1} << 40;
 constexpr int64_t k2To62 = int64_t{1} << 62;
 
-// Dims of a declared value: numbers are static, strings symbolic.
-struct D {
-  D(int64_t v) : value(v) {}       // NOLINT: implicit from a size
-  D(const char* s) : symbol(s) {}  // NOLINT: implicit from a name
-  int64_t value = 0;
-  std::string symbol;
-};
+using onnx_test::add_float_initializer;
+using onnx_test::add_int64_initializer;
+using onnx_test::add_node;
+using onnx_test::set_int;
+using onnx_test::set_ints;
 
+// A graph input, output or body value of tensor type; dims are numbers or symbols.
 void declare(onnx::ValueInfoProto* v, const std::string& name, int elem_type,
-             const std::vector<D>& dims) {
+             const std::vector<std::string>& dims) {
   v->set_name(name);
-  auto* tt = v->mutable_type()->mutable_tensor_type();
-  tt->set_elem_type(elem_type);
-  auto* shape = tt->mutable_shape();
-  for (const D& d : dims) {
-    if (d.symbol.empty())
-      shape->add_dim()->set_dim_value(d.value);
-    else
-      shape->add_dim()->set_dim_param(d.symbol);
-  }
+  onnx_test::set_tensor_type(v->mutable_type(), elem_type, dims);
 }
 
 void declare_unshaped(onnx::ValueInfoProto* v, const std::string& name, int elem_type) {
@@ -52,66 +40,26 @@ void declare_unshaped(onnx::ValueInfoProto* v, const std::string& name, int elem
   v->mutable_type()->mutable_tensor_type()->set_elem_type(elem_type);
 }
 
-onnx::NodeProto* add_node(onnx::GraphProto* g, const std::string& op,
-                          const std::vector<std::string>& inputs,
-                          const std::vector<std::string>& outputs) {
-  auto* n = g->add_node();
-  n->set_op_type(op);
-  for (const auto& i : inputs) n->add_input(i);
-  for (const auto& o : outputs) n->add_output(o);
-  return n;
-}
-
-void int_attr(onnx::NodeProto* n, const std::string& name, int64_t v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INT);
-  a->set_i(v);
-}
-
-void ints_attr(onnx::NodeProto* n, const std::string& name, const std::vector<int64_t>& v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INTS);
-  for (int64_t x : v) a->add_ints(x);
-}
-
 void float_initializer(onnx::GraphProto* g, const std::string& name, std::vector<int64_t> dims,
                        float value) {
-  auto* t = g->add_initializer();
-  t->set_name(name);
-  t->set_data_type(onnx::TensorProto::FLOAT);
-  int64_t n = 1;
-  for (int64_t d : dims) {
-    t->add_dims(d);
-    n *= d;
-  }
-  for (int64_t i = 0; i < n; ++i) t->add_float_data(value);
+  add_float_initializer(g, name, dims,
+                        std::vector<float>(static_cast<size_t>(checked_numel(dims)), value));
 }
 
 class HostileModel : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("switchyard_hostile_" + std::to_string(getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-    model_.set_ir_version(8);
-    model_.add_opset_import()->set_version(17);
+    model_ = onnx_test::make_model(17);
     graph()->set_name("hostile");
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   onnx::GraphProto* graph() { return model_.mutable_graph(); }
 
   // Writes the model and loads it; the file stays small (a few hundred bytes).
   Model load() {
-    std::string path = (dir_ / "model.onnx").string();
-    std::ofstream out(path, std::ios::binary);
-    std::string bytes = model_.SerializeAsString();
-    EXPECT_LT(bytes.size(), 1000u);
-    out << bytes;
-    out.close();
+    std::string path = dir_.file("model.onnx");
+    EXPECT_LT(model_.SerializeAsString().size(), 1000u);
+    onnx_test::write_model(path, model_);
     return Model::load(path);
   }
 
@@ -120,7 +68,7 @@ class HostileModel : public ::testing::Test {
     return load().compile(options);
   }
 
-  fs::path dir_;
+  onnx_test::TempDir dir_;
   onnx::ModelProto model_;
 };
 
@@ -143,9 +91,9 @@ Tensor filled(std::vector<int64_t> shape, float v) {
 }
 
 TEST_F(HostileModel, DepthToSpaceBlocksizeTwoToTheFortyIsRefused) {
-  declare(graph()->add_input(), "X", onnx::TensorProto::FLOAT, {1, 16, 2, 2});
+  declare(graph()->add_input(), "X", onnx::TensorProto::FLOAT, {"1", "16", "2", "2"});
   declare_unshaped(graph()->add_output(), "Y", onnx::TensorProto::FLOAT);
-  int_attr(add_node(graph(), "DepthToSpace", {"X"}, {"Y"}), "blocksize", k2To40);
+  set_int(add_node(graph(), "DepthToSpace", {"X"}, {"Y"}), "blocksize", k2To40);
   Error e = error_of([&] { compile(); });
   EXPECT_EQ(e.code(), ErrorCode::InvalidModel) << e.what();
   EXPECT_NE(e.message().find("DepthToSpace"), std::string::npos) << e.what();
@@ -153,9 +101,9 @@ TEST_F(HostileModel, DepthToSpaceBlocksizeTwoToTheFortyIsRefused) {
 }
 
 TEST_F(HostileModel, LrnSizeTwoToTheSixtyTwoRunsAsAWindowOverEveryChannel) {
-  declare(graph()->add_input(), "X", onnx::TensorProto::FLOAT, {1, 3, 4, 4});
+  declare(graph()->add_input(), "X", onnx::TensorProto::FLOAT, {"1", "3", "4", "4"});
   declare_unshaped(graph()->add_output(), "Y", onnx::TensorProto::FLOAT);
-  int_attr(add_node(graph(), "LRN", {"X"}, {"Y"}), "size", k2To62);
+  set_int(add_node(graph(), "LRN", {"X"}, {"Y"}), "size", k2To62);
   Executable exe = compile();
   Tensor x = testing::random_tensor(DType::Float32, {1, 3, 4, 4}, 3);
   Tensor y = exe.run({{"X", x}}).at("Y");
@@ -165,20 +113,20 @@ TEST_F(HostileModel, LrnSizeTwoToTheSixtyTwoRunsAsAWindowOverEveryChannel) {
 }
 
 TEST_F(HostileModel, ConvPadsOfABillionAreRefusedAtCompileWhenStatic) {
-  declare(graph()->add_input(), "X", onnx::TensorProto::FLOAT, {1, 1, 4, 4});
+  declare(graph()->add_input(), "X", onnx::TensorProto::FLOAT, {"1", "1", "4", "4"});
   declare_unshaped(graph()->add_output(), "Y", onnx::TensorProto::FLOAT);
   float_initializer(graph(), "W", {1, 1, 3, 3}, 0.5f);
-  ints_attr(add_node(graph(), "Conv", {"X", "W"}, {"Y"}), "pads", std::vector<int64_t>(4, 1e9));
+  set_ints(add_node(graph(), "Conv", {"X", "W"}, {"Y"}), "pads", std::vector<int64_t>(4, 1e9));
   Error e = error_of([&] { compile(); });
   EXPECT_EQ(e.code(), ErrorCode::InvalidModel) << e.what();
   EXPECT_NE(e.message().find("Conv"), std::string::npos) << e.what();
 }
 
 TEST_F(HostileModel, ConvPadsOfABillionAreRefusedAtRunBeforeAnyPlanWhenSymbolic) {
-  declare(graph()->add_input(), "X", onnx::TensorProto::FLOAT, {"N", 1, "H", "W"});
+  declare(graph()->add_input(), "X", onnx::TensorProto::FLOAT, {"N", "1", "H", "W"});
   declare_unshaped(graph()->add_output(), "Y", onnx::TensorProto::FLOAT);
   float_initializer(graph(), "W", {1, 1, 3, 3}, 0.5f);
-  ints_attr(add_node(graph(), "Conv", {"X", "W"}, {"Y"}), "pads", std::vector<int64_t>(4, 1e9));
+  set_ints(add_node(graph(), "Conv", {"X", "W"}, {"Y"}), "pads", std::vector<int64_t>(4, 1e9));
   Executable exe = compile();
   Error e = error_of([&] { exe.run({{"X", filled({1, 1, 4, 4}, 1)}}); });
   EXPECT_EQ(e.code(), ErrorCode::InvalidModel) << e.what();
@@ -186,10 +134,10 @@ TEST_F(HostileModel, ConvPadsOfABillionAreRefusedAtRunBeforeAnyPlanWhenSymbolic)
 }
 
 TEST_F(HostileModel, ConvWithStridesAndDilationsNearInt64MaxIsRefused) {
-  declare(graph()->add_input(), "X", onnx::TensorProto::FLOAT, {"N", 1, 8, 8});
+  declare(graph()->add_input(), "X", onnx::TensorProto::FLOAT, {"N", "1", "8", "8"});
   declare_unshaped(graph()->add_output(), "Y", onnx::TensorProto::FLOAT);
   float_initializer(graph(), "W", {1, 1, 3, 3}, 0.5f);
-  ints_attr(add_node(graph(), "Conv", {"X", "W"}, {"Y"}), "dilations", {k2To62, k2To62});
+  set_ints(add_node(graph(), "Conv", {"X", "W"}, {"Y"}), "dilations", {k2To62, k2To62});
   Error e = error_of([&] { compile(); });
   EXPECT_EQ(e.code(), ErrorCode::InvalidModel) << e.what();
 }
@@ -201,8 +149,9 @@ class DeclaredShapeLength : public HostileModel,
 
 TEST_P(DeclaredShapeLength, FourBillionIsRefusedWithoutAllocating) {
   const std::string op = GetParam();
-  if (op != "ConstantOfShape") declare(graph()->add_input(), "X", onnx::TensorProto::FLOAT, {2, 2});
-  declare(graph()->add_input(), "S", onnx::TensorProto::INT64, {4000000000});
+  if (op != "ConstantOfShape")
+    declare(graph()->add_input(), "X", onnx::TensorProto::FLOAT, {"2", "2"});
+  declare(graph()->add_input(), "S", onnx::TensorProto::INT64, {"4000000000"});
   declare_unshaped(graph()->add_output(), "Y", onnx::TensorProto::FLOAT);
   if (op == "ConstantOfShape")
     add_node(graph(), op, {"S"}, {"Y"});
@@ -220,20 +169,20 @@ INSTANTIATE_TEST_SUITE_P(ShapeInputs, DeclaredShapeLength,
                          ::testing::Values("Reshape", "Expand", "ConstantOfShape", "Unsqueeze"));
 
 TEST_F(HostileModel, RoiAlignSamplingRatioTwoToTheFortyIsRefused) {
-  declare(graph()->add_input(), "X", onnx::TensorProto::FLOAT, {1, 1, 4, 4});
-  declare(graph()->add_input(), "R", onnx::TensorProto::FLOAT, {1, 4});
-  declare(graph()->add_input(), "I", onnx::TensorProto::INT64, {1});
+  declare(graph()->add_input(), "X", onnx::TensorProto::FLOAT, {"1", "1", "4", "4"});
+  declare(graph()->add_input(), "R", onnx::TensorProto::FLOAT, {"1", "4"});
+  declare(graph()->add_input(), "I", onnx::TensorProto::INT64, {"1"});
   declare_unshaped(graph()->add_output(), "Y", onnx::TensorProto::FLOAT);
-  int_attr(add_node(graph(), "RoiAlign", {"X", "R", "I"}, {"Y"}), "sampling_ratio", k2To40);
+  set_int(add_node(graph(), "RoiAlign", {"X", "R", "I"}, {"Y"}), "sampling_ratio", k2To40);
   Error e = error_of([&] { compile(); });
   EXPECT_EQ(e.code(), ErrorCode::InvalidModel) << e.what();
   EXPECT_NE(e.message().find("sampling_ratio"), std::string::npos) << e.what();
 }
 
 TEST_F(HostileModel, RoiAlignAdaptiveGridOfAHugeOrNanRoiIsRefusedAtRun) {
-  declare(graph()->add_input(), "X", onnx::TensorProto::FLOAT, {1, 1, 4, 4});
-  declare(graph()->add_input(), "R", onnx::TensorProto::FLOAT, {1, 4});
-  declare(graph()->add_input(), "I", onnx::TensorProto::INT64, {1});
+  declare(graph()->add_input(), "X", onnx::TensorProto::FLOAT, {"1", "1", "4", "4"});
+  declare(graph()->add_input(), "R", onnx::TensorProto::FLOAT, {"1", "4"});
+  declare(graph()->add_input(), "I", onnx::TensorProto::INT64, {"1"});
   declare_unshaped(graph()->add_output(), "Y", onnx::TensorProto::FLOAT);
   add_node(graph(), "RoiAlign", {"X", "R", "I"}, {"Y"});
   Executable exe = compile();
@@ -258,10 +207,7 @@ TEST_F(HostileModel, RoiAlignAdaptiveGridOfAHugeOrNanRoiIsRefusedAtRun) {
 
 // Loop(M = 2^62, cond = true) over an identity body: a run that would take centuries.
 void add_endless_loop(onnx::GraphProto* g, bool with_scan_output) {
-  auto* m = g->add_initializer();
-  m->set_name("M");
-  m->set_data_type(onnx::TensorProto::INT64);
-  m->add_int64_data(k2To62);
+  add_int64_initializer(g, "M", {}, {k2To62});
   auto* c = g->add_initializer();
   c->set_name("C");
   c->set_data_type(onnx::TensorProto::BOOL);
@@ -274,10 +220,8 @@ void add_endless_loop(onnx::GraphProto* g, bool with_scan_output) {
     outs.push_back("SO");
   }
   auto* loop = add_node(g, "Loop", {"M", "C", "V"}, outs);
-  auto* a = loop->add_attribute();
-  a->set_name("body");
-  a->set_type(onnx::AttributeProto::GRAPH);
-  onnx::GraphProto* body = a->mutable_g();
+  onnx::GraphProto body_graph;
+  onnx::GraphProto* body = &body_graph;
   body->set_name("body");
   declare(body->add_input(), "i", onnx::TensorProto::INT64, {});
   declare(body->add_input(), "c", onnx::TensorProto::BOOL, {});
@@ -291,6 +235,7 @@ void add_endless_loop(onnx::GraphProto* g, bool with_scan_output) {
     declare_unshaped(body->add_output(), "so", onnx::TensorProto::FLOAT);
     add_node(body, "Neg", {"v"}, {"so"});
   }
+  onnx_test::set_graph(loop, "body", std::move(body_graph));
 }
 
 TEST_F(HostileModel, EndlessLoopStopsAtItsDeadline) {
@@ -344,8 +289,8 @@ TEST_F(HostileModel, GrowingScanOutputStopsAtTheMemoryLimitAndTheNextRunSucceeds
 
 TEST_F(HostileModel, MemoryLimitRefusesALargeRunAndTheNextSmallRunSucceeds) {
   // Y = Tile(X, [R, 1]) with X float [1, N] and the repeat count taken from input R.
-  declare(graph()->add_input(), "X", onnx::TensorProto::FLOAT, {1, "N"});
-  declare(graph()->add_input(), "R", onnx::TensorProto::INT64, {2});
+  declare(graph()->add_input(), "X", onnx::TensorProto::FLOAT, {"1", "N"});
+  declare(graph()->add_input(), "R", onnx::TensorProto::INT64, {"2"});
   declare_unshaped(graph()->add_output(), "Y", onnx::TensorProto::FLOAT);
   add_node(graph(), "Tile", {"X", "R"}, {"Y"});
   Options options;
