@@ -6,7 +6,12 @@ CMAKE_FLAGS ?=
 SWITCHYARD := $(BUILD)/tools/switchyard
 DEMO_MODEL := $(BUILD)/demo/squeezenet1_1.onnx
 
-.PHONY: all deps build test unit conformance models demo test-sanitize bench format clean
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+# The short fuzz run `make test` ends with (seconds per target).
+TEST_FUZZ_SECONDS ?= 20
+
+.PHONY: all deps build test unit conformance models demo test-sanitize test-tsan fuzz bench format clean
 
 all: build
 
@@ -18,8 +23,11 @@ build: deps
 	cmake --build $(BUILD) -j $(JOBS)
 
 # Every test: unit, error handling, conformance (ONNX backend suite) and reference models.
+# Ends with a short fuzz run of every target (tests/fuzz), so CI replays the saved crashes and
+# looks for new ones.
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	$(MAKE) fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS)
 
 unit: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L unit
@@ -49,6 +57,26 @@ test-sanitize: deps
 	cmake --build $(BUILD)-sanitize -j $(JOBS)
 	cd $(BUILD)-sanitize && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) -L unit
 
+# libFuzzer targets under ASan and UBSan, built with clang in their own folder; each runs
+# FUZZ_SECONDS after replaying tests/fuzz/regressions. Fails when any target finds a crash.
+fuzz: deps
+	CC=clang-16 CXX=clang++-16 cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Fuzz \
+	  -DSWITCHYARD_FUZZ=ON -DSWITCHYARD_CUDA=OFF -DSWITCHYARD_BUILD_TESTS=OFF -DSWITCHYARD_BUILD_BENCH=OFF
+	nice -n 10 cmake --build $(FUZZ_BUILD) --target fuzz_targets -j $(JOBS)
+	BUILD_FUZZ=$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run_fuzz.sh
+
+# Concurrent runs under ThreadSanitizer (clang-16 from Debian): the public-API stress test and
+# the executable tests, in their own build folder. Not part of CI (a third full build).
+test-tsan: deps
+	cmake -S . -B $(BUILD)-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_C_COMPILER=clang-16 -DCMAKE_CXX_COMPILER=clang++-16 -DSWITCHYARD_TSAN=ON \
+	  -DSWITCHYARD_BUILD_BENCH=OFF -DSWITCHYARD_CUDA=OFF
+	cmake --build $(BUILD)-tsan -j $(JOBS) --target runtime_concurrency_test runtime_executable_test
+	for t in runtime_concurrency_test runtime_executable_test; do \
+	  TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp halt_on_error=1 history_size=4" \
+	    $(BUILD)-tsan/tests/$$t || exit 1; \
+	done
+
 bench: build
 	bench/run_cpu_bench.sh
 
@@ -56,4 +84,4 @@ format:
 	clang-format -i $$(git ls-files '*.cc' '*.h' '*.hpp')
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-sanitize
+	rm -rf $(BUILD) $(BUILD)-sanitize $(BUILD)-tsan

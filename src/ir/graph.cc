@@ -248,6 +248,21 @@ std::vector<Value*> Graph::outer_scope_values() const {
 
 void Graph::erase_node(Node* n) {
   for (size_t i = 0; i < n->inputs_.size(); ++i) n->set_input(i, nullptr);
+  // The nodes of a body that dies with it (no other node or detached copy shares it) may read
+  // values of enclosing graphs: drop those uses too, or the values would keep pointers to freed
+  // nodes.
+  std::function<void(Graph&)> drop_body_uses = [&](Graph& body) {
+    for (const auto& inner : body.nodes_) {
+      for (size_t i = 0; i < inner->inputs_.size(); ++i) inner->set_input(i, nullptr);
+      for (Graph* sub : inner->subgraphs()) drop_body_uses(*sub);
+    }
+  };
+  for (const Attribute& a : n->attributes_) {
+    if (a.kind == Attribute::Kind::Graph && a.g && a.g.use_count() == 1) drop_body_uses(*a.g);
+    if (a.kind == Attribute::Kind::Graphs)
+      for (const auto& g : a.graphs)
+        if (g && g.use_count() == 1) drop_body_uses(*g);
+  }
   for (Value* out : n->outputs_) {
     out->producer_ = nullptr;
     auto it = std::find_if(values_.begin(), values_.end(),

@@ -36,6 +36,8 @@ PadGeometry pad_geometry(const ir::Node& node, const std::vector<int64_t>& in_sh
   PadGeometry g;
   g.pre.assign(static_cast<size_t>(rank), 0);
   g.post.assign(static_cast<size_t>(rank), 0);
+  if (rank == 0 && !axes.empty())
+    fail_node(node, "axis {} is out of range for a rank-0 input", axes[0]);
   std::vector<bool> seen(static_cast<size_t>(rank), false);
   for (size_t i = 0; i < axes.size(); ++i) {
     size_t a = static_cast<size_t>(normalize_axis(node, axes[i], rank));

@@ -46,6 +46,7 @@ void check_scale_shapes(const InferContext& ctx) {
     const ir::Dim& len = (*t.shape)[0];
     if (len.is_static() && len.value == 1) continue;
     if (!x.has_rank()) continue;
+    if (x.rank() == 0) ctx.fail("{} has {} elements for a rank-0 input", what, len.to_string());
     int64_t a = normalize_axis(ctx, axis, x.rank());
     const ir::Dim& xd = (*x.shape)[static_cast<size_t>(a)];
     if (len.is_static() && xd.is_static() && len.value != xd.value)

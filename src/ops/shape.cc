@@ -343,6 +343,7 @@ void infer_split(InferContext& ctx) {
     for (size_t i = 0; i < num_outputs; ++i) ctx.set_output(i, Type::tensor(in.dtype));
     return;
   }
+  if (in.rank() == 0) ctx.fail("cannot split a scalar");
   size_t a = static_cast<size_t>(normalize_axis(ctx, axis, in.rank()));
   const ir::Dim& d = (*in.shape)[a];
   std::vector<ir::Dim> sizes(num_outputs);

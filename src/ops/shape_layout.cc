@@ -24,6 +24,8 @@ Type same_rank_unknown(const Type& in) {
 
 std::vector<int64_t> normalized_axes(const InferContext& ctx, std::vector<int64_t> axes,
                                      int64_t rank) {
+  // normalize_axis lets axis 0 through for rank 0 (as some ops need); these axes index dims.
+  if (rank == 0 && !axes.empty()) ctx.fail("axis {} is out of range for a rank-0 input", axes[0]);
   std::vector<int64_t> seen;
   for (int64_t& a : axes) {
     a = normalize_axis(ctx, a, rank);
@@ -112,7 +114,6 @@ void infer_slice(InferContext& ctx) {
     axes.emplace();
     for (size_t i = 0; i < count; ++i) axes->push_back(static_cast<int64_t>(i));
   }
-  if (rank == 0 && !axes->empty()) ctx.fail("a rank-0 input cannot be sliced");
   std::vector<int64_t> ax = normalized_axes(ctx, *axes, rank);
   if ((starts && starts->size() != ax.size()) || (ends && ends->size() != ax.size()))
     ctx.fail("starts/ends have {} values for {} axes", starts ? starts->size() : ends->size(),

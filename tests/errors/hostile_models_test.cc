@@ -6,6 +6,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <chrono>
+#include <limits>
 #include <cmath>
 #include <thread>
 
@@ -306,6 +307,21 @@ TEST_F(HostileModel, MemoryLimitRefusesALargeRunAndTheNextSmallRunSucceeds) {
   Tensor y = exe.run({{"X", filled({1, 1024}, 2)}, {"R", repeats}}).at("Y");
   EXPECT_EQ(y.shape(), (std::vector<int64_t>{10, 1024}));
   EXPECT_EQ(y.data<float>()[10 * 1024 - 1], 2.0f);
+}
+
+TEST_F(HostileModel, FlattenOfAnEmptyTensorWithHugeDimsIsRefusedNotWrapped) {
+  // Found by fuzz_compile_run (campaign 2 on the GPU machine's cores): [0, 2^63-1, 7] holds no
+  // element, but its inner size 2^63-1 x 7 does not fit int64.
+  declare(graph()->add_input(), "X", onnx::TensorProto::FLOAT, {"A", "B", "C"});
+  declare_unshaped(graph()->add_output(), "Y", onnx::TensorProto::FLOAT);
+  add_node(graph(), "Flatten", {"X"}, {"Y"});
+  Executable exe = compile();
+  Tensor x(DType::Float32, {0, std::numeric_limits<int64_t>::max(), 7});
+  Error e = error_of([&] { exe.run({{"X", x}}); });
+  EXPECT_EQ(e.code(), ErrorCode::InvalidModel) << e.what();
+  EXPECT_NE(e.message().find("Flatten"), std::string::npos) << e.what();
+  EXPECT_EQ(exe.run({{"X", Tensor(DType::Float32, {0, 5, 7})}}).at("Y").shape(),
+            (std::vector<int64_t>{0, 35}));
 }
 
 TEST(StandardExceptions, NeverLeaveThePublicApiAsAnythingButError) {

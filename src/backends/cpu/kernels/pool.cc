@@ -22,6 +22,8 @@ using MaxPoolTypes = TypeList<float, double, Float16, BFloat16, int8_t, uint8_t>
 // Offset markers in a window table besides real input offsets.
 constexpr int64_t kPadding = -1;  // explicit padding: counts for count_include_pad
 constexpr int64_t kOutside = -2;  // beyond the explicit pads (ceil_mode): never counts
+// Largest window table (output size x window size input offsets, 8 bytes each: 512 MiB).
+constexpr int64_t kMaxWindowTableEntries = int64_t{1} << 26;
 
 // oneDNN's max pooling lets a number win over NaN, where numpy's max (and ONNX Runtime) let NaN
 // win; a float32 input holding a NaN takes the direct loop instead. One vectorised read.
@@ -205,6 +207,14 @@ class PoolKernel : public backends::Kernel {
       }
       explicit_end[i] = pe;
     }
+    // The window table lives in the cached plan, outside the run's pool and its memory limit:
+    // bound it (real windows need far less: a 7x7 pool over a 112x112 output takes 614656).
+    int64_t entries = ir::checked_mul(plan->out_size, plan->ksize, "pool window table");
+    SY_CHECK(entries <= kMaxWindowTableEntries, OutOfMemory,
+             "{}: the window table needs {} entries (output {} x window {}), more than the {} "
+             "allowed",
+             ctx.node().describe(), entries, ir::shape_to_string(plan->out),
+             ir::shape_to_string(a.kernel), kMaxWindowTableEntries);
     build_offsets(*plan, a, geo, explicit_end);
     bool ceil_grew = false;
     for (size_t i = 0; i < n; ++i) ceil_grew = ceil_grew || geo.pad_end[i] != explicit_end[i];

@@ -31,6 +31,7 @@ QuantParams read_params(const backends::KernelContext& ctx, int64_t axis_attr) {
     ctx.fail("zero point has shape {} but scale has shape {}", ir::shape_to_string(zp->shape()),
              ir::shape_to_string(scale.shape()));
   if (scale.numel() != 1) {
+    if (x.rank() == 0) ctx.fail("scale has {} elements for a rank-0 input", scale.numel());
     int64_t axis = ops::normalize_axis(ctx.node(), axis_attr, x.rank());
     if (scale.numel() != x.dim(axis))
       ctx.fail("scale has {} elements but input dim {} (axis) has {}", scale.numel(), axis,

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "ir/checked_math.h"
 #include "backends/cpu/kernels/shape_internal.h"
 #include "ops/shape_geometry.h"
 
@@ -112,10 +113,11 @@ class FlattenKernel : public backends::Kernel {
     int64_t rank = in.rank();
     if (axis_ < -rank || axis_ > rank) ctx.fail("axis {} is out of range for rank {}", axis_, rank);
     int64_t axis = axis_ < 0 ? axis_ + rank : axis_;
-    int64_t outer = 1;
-    for (int64_t i = 0; i < axis; ++i) outer *= in.dim(i);
-    int64_t inner = 1;
-    for (int64_t i = axis; i < rank; ++i) inner *= in.dim(i);
+    // An empty tensor may hold any dims beside its zero: their products are checked.
+    const std::vector<int64_t>& dims = in.shape();
+    auto split = dims.begin() + static_cast<std::ptrdiff_t>(axis);
+    int64_t outer = ir::checked_product({dims.begin(), split}, "Flatten's outer size");
+    int64_t inner = ir::checked_product({split, dims.end()}, "Flatten's inner size");
     ctx.set_output(0, in.reshaped({outer, inner}));
   }
 

@@ -89,6 +89,7 @@ class CenterCropPadKernel : public backends::Kernel {
       for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
     if (target.size() != axes.size())
       ctx.fail("shape has {} values for {} axes", target.size(), axes.size());
+    if (rank == 0 && !axes.empty()) ctx.fail("axis {} is out of range for a rank-0 input", axes[0]);
     std::vector<int64_t> shape = in.shape();
     std::vector<int64_t> shift(static_cast<size_t>(rank), 0);
     for (size_t i = 0; i < axes.size(); ++i) {

@@ -1,5 +1,6 @@
 // CPU kernels of the strings family: StringNormalizer, TfIdfVectorizer, RegexFullMatch (std::regex
 // ECMAScript; patterns it cannot compile are refused at placement), StringConcat, StringSplit.
+#include <algorithm>
 #include <map>
 #include <regex>
 #include <string>
@@ -211,8 +212,11 @@ class TfIdfVectorizerKernel final : public backends::Kernel {
         std::fill(counts.begin(), counts.end(), 0);
         const int64_t* row = items.data() + r * row_len;
         for (int64_t len = min_gram_; len <= std::min(max_gram_, max_pool_gram_); ++len) {
-          // Unigrams do not depend on the skip distance: count them once.
-          const int64_t skips = len == 1 ? 0 : max_skip_;
+          // Unigrams do not depend on the skip distance: count them once. Past a stride of
+          // (row_len - 1) / (len - 1) a gram leaves the row, so larger skips (max_skip_count may
+          // be 2^40) find nothing and are not tried.
+          const int64_t fitting = std::max<int64_t>(row_len - 1, 0) / std::max<int64_t>(len - 1, 1);
+          const int64_t skips = len == 1 ? 0 : std::min(max_skip_, fitting - 1);
           for (int64_t skip = 0; skip <= skips; ++skip) {
             const int64_t stride = skip + 1;
             for (int64_t start = 0; start + (len - 1) * stride < row_len; ++start) {
