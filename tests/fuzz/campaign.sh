@@ -4,7 +4,7 @@
 # (default: the cores / 4), for SECONDS (default 540), replaying tests/fuzz/regressions first.
 # Crashes do not stop it (-ignore_crashes): each is saved, all in $OUT/artifacts.tgz.
 # Writes $OUT/<target>.log and $OUT/summary.txt (CPU seconds, executions, crashes per target).
-# usage: tests/fuzz/campaign.sh BUNDLE   (env: OUT, SECONDS_PER_TARGET, JOBS)
+# usage: tests/fuzz/campaign.sh BUNDLE   (env: OUT, SECONDS_PER_TARGET, JOBS, TARGETS)
 set -uo pipefail
 bundle="${1:?usage: campaign.sh BUNDLE}"
 out="${OUT:-/tmp/out}"
@@ -34,7 +34,7 @@ run() {
   echo "$t: wall ${seconds} s, ${jobs} workers, cpu ${cpu} s, execs ${execs:-?}, saved inputs ${crashes}" >> "$out/summary.txt"
 }
 echo "campaign on $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)" > "$out/summary.txt"
-for t in fuzz_import fuzz_compile_run fuzz_npz fuzz_sim_config; do run "$t" & done
+for t in ${TARGETS:-fuzz_import fuzz_compile_run fuzz_npz fuzz_sim_config}; do run "$t" & done
 wait
 # One file comes back however many inputs were saved; replay them here with
 # `build-fuzz/tests/fuzz/<target> FILE` for symbolized reports.
