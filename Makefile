@@ -84,4 +84,4 @@ format:
 	clang-format -i $$(git ls-files '*.cc' '*.h' '*.hpp')
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-sanitize $(BUILD)-tsan
+	rm -rf $(BUILD) $(BUILD)-sanitize $(BUILD)-tsan $(FUZZ_BUILD)
