@@ -88,7 +88,7 @@ ir::Dim multiply_dims(const std::vector<ir::Dim>& dims) {
   int64_t p = 1;
   for (const auto& d : dims) {
     if (!d.is_static()) return ir::Dim();
-    p *= d.value;
+    p = ir::checked_mul(p, d.value, "product of dims");
   }
   return ir::Dim(p);
 }

@@ -6,8 +6,8 @@
 #include <onnx/onnx_pb.h>
 
 #include <chrono>
-#include <limits>
 #include <cmath>
+#include <limits>
 #include <thread>
 
 #include "ir/check.h"
@@ -322,6 +322,39 @@ TEST_F(HostileModel, FlattenOfAnEmptyTensorWithHugeDimsIsRefusedNotWrapped) {
   EXPECT_NE(e.message().find("Flatten"), std::string::npos) << e.what();
   EXPECT_EQ(exe.run({{"X", Tensor(DType::Float32, {0, 5, 7})}}).at("Y").shape(),
             (std::vector<int64_t>{0, 35}));
+}
+
+// Found by the final local campaign: Unique's flattened size of a declared [15, 2^62] input
+// overflowed in inference.
+TEST_F(HostileModel, UniqueOfAnInputDeclaredTooLargeIsRefused) {
+  declare(graph()->add_input(), "X", onnx::TensorProto::FLOAT, {"15", std::to_string(k2To62)});
+  declare_unshaped(graph()->add_output(), "Y", onnx::TensorProto::FLOAT);
+  add_node(graph(), "Unique", {"X"}, {"Y"});
+  Error e = error_of([&] { compile(); });
+  EXPECT_EQ(e.code(), ErrorCode::InvalidModel) << e.what();
+  EXPECT_NE(e.message().find("Unique"), std::string::npos) << e.what();
+}
+
+// Found by the same campaign: a float Range whose count is -6.8e38 was cast to int64
+// (undefined); it is empty, as numpy.arange gives.
+TEST_F(HostileModel, FloatRangeWithAHugeNegativeCountIsEmpty) {
+  for (const char* name : {"S", "L", "D"})
+    declare(graph()->add_input(), name, onnx::TensorProto::FLOAT, {});
+  declare_unshaped(graph()->add_output(), "Y", onnx::TensorProto::FLOAT);
+  add_node(graph(), "Range", {"S", "L", "D"}, {"Y"});
+  Executable exe = compile();
+  auto scalar = [](float v) {
+    Tensor t(DType::Float32, {});
+    t.data<float>()[0] = v;
+    return t;
+  };
+  float big = std::numeric_limits<float>::max();
+  Tensor y = exe.run({{"S", scalar(big)}, {"L", scalar(-big)}, {"D", scalar(1)}}).at("Y");
+  EXPECT_EQ(y.shape(), (std::vector<int64_t>{0}));
+  EXPECT_EQ(error_of([&] {
+              exe.run({{"S", scalar(0)}, {"L", scalar(std::nanf(""))}, {"D", scalar(1)}});
+            }).code(),
+            ErrorCode::InvalidArgument);
 }
 
 TEST(StandardExceptions, NeverLeaveThePublicApiAsAnythingButError) {

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <limits>
 
-#include "ir/checked_math.h"
 #include "backends/cpu/kernels/shape_internal.h"
+#include "ir/checked_math.h"
 #include "ops/shape_geometry.h"
 
 namespace switchyard::cpu {
@@ -203,7 +203,7 @@ class RangeKernel : public backends::Kernel {
                } else {
                  double count = std::ceil((static_cast<double>(limit) - start) / delta);
                  if (!(count < 9.0e18)) ctx.fail("range of {} elements is too large", count);
-                 n = std::max<int64_t>(static_cast<int64_t>(count), 0);
+                 n = count > 0 ? static_cast<int64_t>(count) : 0;  // -3e38 must not be cast
                }
                T* out = ctx.allocate_output(0, dtype, {n}).template data<T>();
                for (int64_t i = 0; i < n; ++i)
