@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "ir/checked_math.h"
 #include "ops/schema.h"
 #include "ops/shape_inference.h"
 
@@ -70,7 +71,7 @@ void infer_tfidf(InferContext& ctx) {
   int64_t columns = 0;
   for (int64_t v : indexes) {
     if (v < 0) ctx.fail("ngram_indexes has negative value {}", v);
-    columns = std::max(columns, v + 1);
+    columns = std::max(columns, ir::checked_add(v, 1, "ngram_indexes"));
   }
   if (n.has_attribute("weights") && static_cast<int64_t>(n.attr_floats("weights").size()) != grams)
     ctx.fail("weights has {} entries, expected {}", n.attr_floats("weights").size(), grams);

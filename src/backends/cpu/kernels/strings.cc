@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ir/checked_math.h"
 #include "backends/cpu/kernels/common.h"
 
 namespace switchyard::cpu {
@@ -178,7 +179,7 @@ class TfIdfVectorizerKernel final : public backends::Kernel {
              "{}: weights has {} entries, expected {}", n.describe(), weights_.size(), id);
     for (int64_t v : indexes_) {
       SY_CHECK(v >= 0, InvalidModel, "{}: ngram_indexes has negative value {}", n.describe(), v);
-      columns_ = std::max(columns_, v + 1);
+      columns_ = std::max(columns_, ir::checked_add(v, 1, "ngram_indexes"));
     }
   }
 
