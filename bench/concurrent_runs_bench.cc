@@ -29,11 +29,14 @@ Executable& model() {
     auto g = std::make_unique<ir::Graph>("convnet");
     ir::Value* x = g->add_input(
         "X", ir::Type::tensor(DType::Float32, ir::Shape{ir::Dim("N"), ir::Dim(32), 28, 28}));
-    ir::Value* w1 = g->add_constant("W1", testing::random_tensor(DType::Float32, {64, 32, 3, 3}, 1));
-    ir::Value* w2 = g->add_constant("W2", testing::random_tensor(DType::Float32, {64, 64, 3, 3}, 2));
+    ir::Value* w1 =
+        g->add_constant("W1", testing::random_tensor(DType::Float32, {64, 32, 3, 3}, 1));
+    ir::Value* w2 =
+        g->add_constant("W2", testing::random_tensor(DType::Float32, {64, 64, 3, 3}, 2));
     ir::Value* y = add(*g, "Conv", {x, w1}, {A::make_ints("pads", {1, 1, 1, 1})});
     y = add(*g, "Relu", {y});
-    y = add(*g, "MaxPool", {y}, {A::make_ints("kernel_shape", {2, 2}), A::make_ints("strides", {2, 2})});
+    y = add(*g, "MaxPool", {y},
+            {A::make_ints("kernel_shape", {2, 2}), A::make_ints("strides", {2, 2})});
     y = add(*g, "Conv", {y, w2}, {A::make_ints("pads", {1, 1, 1, 1})});
     y = add(*g, "Softmax", {y}, {A::make_int("axis", 1)});
     g->add_output(y);

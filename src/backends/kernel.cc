@@ -34,7 +34,9 @@ void KernelContext::set_output(size_t i, ir::Datum value) {
   outputs_[i] = std::move(value);
 }
 
-std::shared_ptr<void> KernelContext::scratch(size_t bytes) const { return state_.pool->allocate(bytes); }
+std::shared_ptr<void> KernelContext::scratch(size_t bytes) const {
+  return state_.pool->allocate(bytes);
+}
 
 int KernelContext::num_threads() const { return state_.num_threads; }
 

@@ -4,14 +4,22 @@ namespace switchyard {
 
 std::string_view error_code_name(ErrorCode code) {
   switch (code) {
-    case ErrorCode::InvalidModel: return "InvalidModel";
-    case ErrorCode::Unsupported: return "Unsupported";
-    case ErrorCode::PlacementFailed: return "PlacementFailed";
-    case ErrorCode::InvalidArgument: return "InvalidArgument";
-    case ErrorCode::OutOfMemory: return "OutOfMemory";
-    case ErrorCode::DeviceLost: return "DeviceLost";
-    case ErrorCode::Internal: return "Internal";
-    case ErrorCode::Cancelled: return "Cancelled";
+    case ErrorCode::InvalidModel:
+      return "InvalidModel";
+    case ErrorCode::Unsupported:
+      return "Unsupported";
+    case ErrorCode::PlacementFailed:
+      return "PlacementFailed";
+    case ErrorCode::InvalidArgument:
+      return "InvalidArgument";
+    case ErrorCode::OutOfMemory:
+      return "OutOfMemory";
+    case ErrorCode::DeviceLost:
+      return "DeviceLost";
+    case ErrorCode::Internal:
+      return "Internal";
+    case ErrorCode::Cancelled:
+      return "Cancelled";
   }
   return "Unknown";
 }

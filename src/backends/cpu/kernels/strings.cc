@@ -7,8 +7,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "ir/checked_math.h"
 #include "backends/cpu/kernels/common.h"
+#include "ir/checked_math.h"
 
 namespace switchyard::cpu {
 
