@@ -43,17 +43,14 @@ void check_output_size(const ir::Node& node, const ir::Value& v, const ir::Type&
   SY_CHECK(static_cast<int64_t>(t.shape->size()) <= ir::kMaxRank, InvalidModel,
            "{}: output '{}' would have {} dims; a tensor has at most {}", node.describe(), v.name(),
            t.shape->size(), ir::kMaxRank);
-  std::vector<int64_t> dims;
-  for (const ir::Dim& d : *t.shape) {
-    if (!d.is_static()) return;
-    dims.push_back(d.value);
-  }
+  std::optional<std::vector<int64_t>> dims = ir::static_dims(*t.shape);
+  if (!dims) return;
   try {
     ir::checked_nbytes(t.dtype == ir::DType::Undefined ? ir::DType::UInt8 : t.dtype,
-                       ir::checked_numel(dims));
+                       ir::checked_numel(*dims));
   } catch (const Error& e) {
     SY_THROW(InvalidModel, "{}: output '{}' of shape {} cannot exist: {}", node.describe(),
-             v.name(), ir::shape_to_string(dims), e.message());
+             v.name(), ir::shape_to_string(*dims), e.message());
   }
 }
 }  // namespace

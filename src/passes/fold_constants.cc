@@ -21,15 +21,10 @@ size_t static_output_bytes(const ir::Node& n) {
   for (const ir::Value* v : n.outputs()) {
     const ir::Type& t = v->type();
     if (!t.is_tensor() || !t.shape) continue;
-    std::vector<int64_t> dims;
-    bool known = true;
-    for (const ir::Dim& d : *t.shape) {
-      known = known && d.is_static();
-      dims.push_back(d.is_static() ? d.value : 0);
-    }
-    if (!known) continue;
+    std::optional<std::vector<int64_t>> dims = ir::static_dims(*t.shape);
+    if (!dims) continue;
     size_t bytes = ir::checked_nbytes(t.dtype == ir::DType::Undefined ? ir::DType::UInt8 : t.dtype,
-                                      ir::checked_numel(dims));
+                                      ir::checked_numel(*dims));
     total = bytes > SIZE_MAX - total ? SIZE_MAX : total + bytes;
   }
   return total;
