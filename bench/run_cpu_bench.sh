@@ -34,9 +34,10 @@ for m in "${models[@]}"; do
     sy=() ort=()
     # Alternate three rounds of each so drift on a shared machine hits both alike.
     for round in 1 2 3; do
-      s=$(OMP_NUM_THREADS=$t "$build/tools/switchyard" run "$ref_models/$m.onnx" \
-            --inputs "$ref_models/$m.ref.npz" --threads "$t" --iterations "$iters" --json |
-          /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["median_ms"])')
+      s=$(OMP_NUM_THREADS=$t "$build/tools/switchyard" bench "$ref_models/$m.onnx" \
+            --inputs "$ref_models/$m.ref.npz" --threads "$t" --warmup 3 --iterations "$iters" \
+            --json |
+          /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["p50_ms"])')
       o=$(cd "$ort_dir" && REFERENCE_MODELS=$ref_models node ort_bench.js --model "$m" \
             --threads "$t" --iters "$iters" --warmup 3 |
           /usr/bin/python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["median_ms"])')

@@ -7,6 +7,8 @@ namespace switchyard::tools {
 
 /// Adds `run`; the callback does the work and sets `exit_code`.
 void add_run_command(CLI::App& app, int& exit_code);
+/// Adds `bench`: load, compile and first-run times, latency percentiles and throughput.
+void add_bench_command(CLI::App& app, int& exit_code);
 void add_info_command(CLI::App& app, int& exit_code);
 void add_devices_command(CLI::App& app, int& exit_code);
 void add_explain_command(CLI::App& app, int& exit_code);

@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int exit_code = 0;
   switchyard::tools::add_run_command(app, exit_code);
+  switchyard::tools::add_bench_command(app, exit_code);
   switchyard::tools::add_info_command(app, exit_code);
   switchyard::tools::add_explain_command(app, exit_code);
   switchyard::tools::add_devices_command(app, exit_code);

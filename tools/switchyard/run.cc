@@ -8,6 +8,7 @@
 
 #include "backends/profiler.h"
 #include "commands.h"
+#include "input_options.h"
 #include "io/npz.h"
 #include "ir/check.h"
 #include "placement/report.h"
@@ -24,12 +25,8 @@ namespace {
 
 struct RunArgs {
   std::string model;
-  std::string inputs_path;
   std::string outputs_path;
-  std::vector<std::string> dims;
-  std::vector<std::string> shapes;
-  uint64_t seed = 0;
-  bool seed_given = false;  // --seed on the command line: seed what --inputs lacks
+  InputOptions inputs;
   int iterations = 1;
   int threads = 0;
   int64_t deadline_ms = 0;  // per run; 0 = none
@@ -38,31 +35,6 @@ struct RunArgs {
   std::string trace_path;
   Options options;
 };
-
-// "NAME=VALUE" → (NAME, VALUE); throws InvalidArgument naming the option.
-std::pair<std::string, std::string> split_assignment(const std::string& text,
-                                                     const std::string& option) {
-  auto eq = text.find('=');
-  SY_CHECK(eq != std::string::npos && eq > 0 && eq + 1 < text.size(), InvalidArgument,
-           "{} '{}': expected NAME=VALUE", option, text);
-  return {text.substr(0, eq), text.substr(eq + 1)};
-}
-
-runtime::InputSpec make_input_spec(const RunArgs& args) {
-  runtime::InputSpec spec;
-  spec.seed = args.seed;
-  for (const auto& d : args.dims) {
-    auto [name, value] = split_assignment(d, "--dim");
-    SY_CHECK(value.find_first_not_of("0123456789") == std::string::npos && value.size() < 19,
-             InvalidArgument, "--dim {}: '{}' is not a non-negative integer", name, value);
-    spec.dims[name] = std::stoll(value);
-  }
-  for (const auto& s : args.shapes) {
-    auto [name, value] = split_assignment(s, "--shape");
-    spec.shapes[name] = runtime::parse_shape(value);
-  }
-  return spec;
-}
 
 int run_command(const RunArgs& args) {
   SY_CHECK(args.iterations >= 1, InvalidArgument, "--iterations must be at least 1, got {}",
@@ -78,16 +50,9 @@ int run_command(const RunArgs& args) {
   const runtime::Executable& impl = exe.internal();
   const ir::Graph& graph = impl.graph();
 
-  std::map<std::string, ir::Tensor> given;
-  if (!args.inputs_path.empty()) given = io::read_npz(args.inputs_path);
-  runtime::ResolvedInputs resolved =
-      runtime::resolve_inputs(graph.inputs(), graph.outputs(), given, args.inputs_path,
-                              make_input_spec(args), args.seed_given);
+  runtime::ResolvedInputs resolved = resolve_input_options(args.inputs, graph);
   const std::vector<ir::Datum>& inputs = resolved.values;
   const std::vector<std::string>& input_origin = resolved.origins;
-  if (!resolved.ignored_keys.empty())
-    fmt::print(stderr, "switchyard: note: {}: ignoring {} (reference outputs, not inputs)\n",
-               args.inputs_path, fmt::join(resolved.ignored_keys, ", "));
 
   std::vector<double> times_ms;
   std::vector<ir::Datum> outputs;
@@ -184,12 +149,9 @@ void add_run_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<RunArgs>();
   auto* cmd = app.add_subcommand("run", "Run a model and summarize its outputs");
   cmd->add_option("model", args->model, "ONNX model file")->required();
-  cmd->add_option("--inputs", args->inputs_path, ".npz with inputs keyed by graph input name");
+  add_inputs_file_option(cmd, args->inputs);
   cmd->add_option("--outputs", args->outputs_path, "write outputs to this .npz");
-  cmd->add_option("--dim", args->dims, "bind a symbolic dim: NAME=VALUE (repeatable)");
-  cmd->add_option("--shape", args->shapes, "an input's shape: INPUT=1x3x224x224 (repeatable)");
-  auto* seed = cmd->add_option("--seed", args->seed,
-                               "seed for random inputs; with --inputs, for the inputs it lacks");
+  add_input_shape_options(cmd, args->inputs);
   cmd->add_option("--iterations", args->iterations, "number of timed runs (median reported)");
   cmd->add_option("--threads", args->threads, "threads per run (0 = all cores)");
   cmd->add_option("--deadline-ms", args->deadline_ms,
@@ -198,10 +160,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--explain", args->explain, "print the placement report (per-node table)");
   cmd->add_option("--trace", args->trace_path, "write a Chrome trace JSON of the last run");
   add_placement_options(cmd, args->options);
-  cmd->callback([args, seed, &exit_code] {
-    args->seed_given = seed->count() > 0;
-    exit_code = run_command(*args);
-  });
+  cmd->callback([args, &exit_code] { exit_code = run_command(*args); });
 }
 
 }  // namespace switchyard::tools

@@ -1,0 +1,243 @@
+// `switchyard bench MODEL.onnx [...]`: time loading, compiling and the first run, then many
+// runs (optionally from several threads on one executable), and print latency percentiles and
+// throughput.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+#include <vector>
+
+#include "bench_stats.h"
+#include "commands.h"
+#include "input_options.h"
+#include "ir/check.h"
+#include "placement_options.h"
+#include "runtime/executable.h"
+#include "switchyard/switchyard.hpp"
+
+namespace switchyard::tools {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_between(Clock::time_point start, Clock::time_point end) {
+  return std::chrono::duration<double, std::milli>(end - start).count();
+}
+
+struct BenchArgs {
+  std::string model;
+  InputOptions inputs;
+  int threads = 0;
+  int warmup = 3;
+  int iterations = 20;  // total timed runs over all threads, unless --duration
+  double duration_s = 0;
+  bool duration_given = false;
+  int concurrency = 1;
+  int64_t deadline_ms = 0;  // per run; 0 = none
+  bool json = false;
+  Options options;
+};
+
+// What the timed phase's threads share: every run's latency, the first failure, and the count
+// of threads still running. One mutex: it is taken once per run, which costs far less than a run.
+struct TimedPhase {
+  std::mutex mutex;
+  std::condition_variable finished;
+  std::vector<double> times_ms;
+  std::exception_ptr first_error;
+  int running = 0;
+  std::atomic<bool> stop{false};  // set on the first failure; cancels the other threads' runs
+  size_t peak_bytes = 0;
+};
+
+void run_worker(const runtime::Executable& impl, const std::vector<ir::Datum>& inputs,
+                const runtime::RunControl& base_control, int runs, Clock::time_point end,
+                bool until_end, TimedPhase& phase) {
+  runtime::RunControl control = base_control;
+  control.cancel_flag = &phase.stop;
+  runtime::RunStats stats;
+  try {
+    for (int k = 0; until_end || k < runs; ++k) {
+      if (phase.stop.load()) break;
+      if (until_end && k > 0 && Clock::now() >= end) break;
+      auto start = Clock::now();
+      impl.run(inputs, &stats, nullptr, &control);
+      double ms = ms_between(start, Clock::now());
+      std::lock_guard<std::mutex> lock(phase.mutex);
+      phase.times_ms.push_back(ms);
+      phase.peak_bytes = std::max(phase.peak_bytes, stats.peak_bytes);
+    }
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(phase.mutex);
+    // Later failures are usually the Cancelled that the first one caused.
+    if (!phase.first_error) phase.first_error = std::current_exception();
+    phase.stop = true;
+  }
+  std::lock_guard<std::mutex> lock(phase.mutex);
+  --phase.running;
+  phase.finished.notify_all();
+}
+
+std::string threads_per_run(int threads) {
+  if (threads == 0) return "all cores per run";
+  return fmt::format("{} thread{} per run", threads, threads == 1 ? "" : "s");
+}
+
+int bench_command(const BenchArgs& args) {
+  SY_CHECK(args.threads >= 0, InvalidArgument, "--threads must be >= 0, got {}", args.threads);
+  SY_CHECK(args.warmup >= 0, InvalidArgument, "--warmup must be >= 0, got {}", args.warmup);
+  SY_CHECK(args.iterations >= 1, InvalidArgument, "--iterations must be at least 1, got {}",
+           args.iterations);
+  SY_CHECK(!args.duration_given || (std::isfinite(args.duration_s) && args.duration_s > 0),
+           InvalidArgument, "--duration must be > 0 seconds, got {}", args.duration_s);
+  SY_CHECK(args.concurrency >= 1, InvalidArgument, "--concurrency must be at least 1, got {}",
+           args.concurrency);
+  SY_CHECK(args.deadline_ms >= 0, InvalidArgument, "--deadline-ms must be >= 0, got {}",
+           args.deadline_ms);
+  runtime::RunControl control;
+  control.deadline_ms = args.deadline_ms;
+  Options options = args.options;
+  options.num_threads = args.threads;
+
+  auto load_start = Clock::now();
+  Model model = Model::load(args.model);
+  auto compile_start = Clock::now();
+  Executable exe = std::move(model).compile(options);
+  auto compile_end = Clock::now();
+  const runtime::Executable& impl = exe.internal();
+  std::vector<ir::Datum> inputs = resolve_input_options(args.inputs, impl.graph()).values;
+
+  runtime::RunStats first_stats;
+  auto first_start = Clock::now();
+  impl.run(inputs, &first_stats, nullptr, &control);
+  double first_run_ms = ms_between(first_start, Clock::now());
+  for (int i = 0; i < args.warmup; ++i) impl.run(inputs, nullptr, nullptr, &control);
+
+  TimedPhase phase;
+  phase.peak_bytes = first_stats.peak_bytes;
+  phase.running = args.concurrency;
+  auto phase_start = Clock::now();
+  auto phase_end = phase_start + std::chrono::duration_cast<Clock::duration>(
+                                     std::chrono::duration<double>(args.duration_s));
+  std::vector<std::thread> workers;
+  try {
+    for (int t = 0; t < args.concurrency; ++t) {
+      // --iterations is the total: split as evenly as possible, the first threads one more.
+      int runs = args.iterations / args.concurrency + (t < args.iterations % args.concurrency);
+      workers.emplace_back(run_worker, std::cref(impl), std::cref(inputs), std::cref(control), runs,
+                           phase_end, args.duration_given, std::ref(phase));
+    }
+  } catch (...) {
+    // A thread that could not start: stop and join those that did before reporting it.
+    phase.stop = true;
+    for (auto& w : workers) w.join();
+    throw;
+  }
+  // The main thread waits, drawing a progress line on a terminal once the phase passes 2 s.
+  bool progress = !args.json && isatty(STDERR_FILENO) == 1;
+  bool progress_drawn = false;
+  auto last_progress = phase_start;
+  {
+    std::unique_lock<std::mutex> lock(phase.mutex);
+    while (phase.running > 0) {
+      phase.finished.wait_for(lock, std::chrono::milliseconds(100));
+      auto now = Clock::now();
+      if (!progress || phase.running == 0 || phase.times_ms.empty() ||
+          now - phase_start < std::chrono::seconds(2) ||
+          now - last_progress < std::chrono::milliseconds(500))
+        continue;
+      std::vector<double> so_far = phase.times_ms;
+      lock.unlock();
+      fmt::print(stderr, "\rbench: {} runs, {:.1f} s, p50 {:.3f} ms\033[K", so_far.size(),
+                 ms_between(phase_start, now) / 1000, summarize_latencies(so_far).p50_ms);
+      std::fflush(stderr);
+      progress_drawn = true;
+      last_progress = now;
+      lock.lock();
+    }
+  }
+  for (auto& w : workers) w.join();
+  double phase_s = ms_between(phase_start, Clock::now()) / 1000;
+  if (progress_drawn) fmt::print(stderr, "\r\033[K");
+  if (phase.first_error) std::rethrow_exception(phase.first_error);
+
+  LatencyStats stats = summarize_latencies(phase.times_ms);
+  double load_ms = ms_between(load_start, compile_start);
+  double compile_ms = ms_between(compile_start, compile_end);
+  double throughput = static_cast<double>(stats.count) / phase_s;
+  if (args.json) {
+    nlohmann::json j;
+    j["model"] = args.model;
+    j["placement"] = impl.placement_summary();
+    j["threads"] = args.threads;
+    j["concurrency"] = args.concurrency;
+    j["warmup"] = args.warmup;
+    j["iterations"] = stats.count;
+    j["duration_s"] = phase_s;
+    j["load_ms"] = load_ms;
+    j["compile_ms"] = compile_ms;
+    j["first_run_ms"] = first_run_ms;
+    j["p50_ms"] = stats.p50_ms;
+    j["p90_ms"] = stats.p90_ms;
+    j["p99_ms"] = stats.p99_ms;
+    j["mean_ms"] = stats.mean_ms;
+    j["min_ms"] = stats.min_ms;
+    j["max_ms"] = stats.max_ms;
+    j["throughput_per_s"] = throughput;
+    j["peak_bytes"] = phase.peak_bytes;
+    fmt::print("{}\n", j.dump());
+    return 0;
+  }
+  fmt::print("model: {}\n", args.model);
+  fmt::print("placement: {}\n", impl.placement_summary());
+  fmt::print("load {:.1f} ms, compile {:.1f} ms, first run {:.1f} ms\n", load_ms, compile_ms,
+             first_run_ms);
+  fmt::print("timed: {} run{} ({} warmup), {} x concurrency {}, {:.2f} s\n", stats.count,
+             stats.count == 1 ? "" : "s", args.warmup, threads_per_run(args.threads),
+             args.concurrency, phase_s);
+  fmt::print("latency ms: p50 {:.3f}  p90 {:.3f}  p99 {:.3f}  mean {:.3f}  min {:.3f}\n",
+             stats.p50_ms, stats.p90_ms, stats.p99_ms, stats.mean_ms, stats.min_ms);
+  fmt::print("throughput: {:.1f} runs/s\n", throughput);
+  fmt::print("peak intermediate memory {:.2f} MB\n", static_cast<double>(phase.peak_bytes) / 1e6);
+  return 0;
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<BenchArgs>();
+  auto* cmd = app.add_subcommand("bench", "Time a model: load, compile, latency and throughput");
+  cmd->add_option("model", args->model, "ONNX model file")->required();
+  add_inputs_file_option(cmd, args->inputs);
+  add_input_shape_options(cmd, args->inputs);
+  cmd->add_option("--warmup", args->warmup, "untimed runs after the first run (default 3)");
+  auto* iterations = cmd->add_option("--iterations", args->iterations,
+                                     "timed runs in all, over every thread (default 20)");
+  auto* duration = cmd->add_option("--duration", args->duration_s,
+                                   "time runs for this many seconds instead of --iterations");
+  iterations->excludes(duration);
+  duration->excludes(iterations);
+  cmd->add_option("--concurrency", args->concurrency,
+                  "threads calling run at once on the one executable (default 1)");
+  cmd->add_option("--threads", args->threads, "threads per run (0 = all cores)");
+  cmd->add_option("--deadline-ms", args->deadline_ms,
+                  "stop a run that takes longer than this many milliseconds (error Cancelled)");
+  cmd->add_flag("--json", args->json, "print one JSON object");
+  add_placement_options(cmd, args->options);
+  cmd->callback([args, duration, &exit_code] {
+    args->duration_given = duration->count() > 0;
+    exit_code = bench_command(*args);
+  });
+}
+
+}  // namespace switchyard::tools
