@@ -57,10 +57,18 @@ struct Partition {
   std::vector<char> input_on_host;
 };
 
+/// Nodes of the user's graph that run as one fused kernel: `members[0]` is the node that
+/// remains (its name is the fused node's), the rest were absorbed into it.
+struct FusionGroup {
+  std::vector<std::string> members;
+};
+
 /// A partition lowered to one device.
 class CompiledPartition {
  public:
   virtual ~CompiledPartition() = default;
+  /// The groups of the partition's nodes it runs as fused kernels (for the placement report).
+  virtual std::vector<FusionGroup> fusions() const { return {}; }
   /// Runs with inputs in Partition::inputs order (already in this device's memory); returns
   /// outputs in Partition::outputs order, in this device's memory.
   virtual std::vector<ir::Datum> run(std::vector<ir::Datum> inputs, RunState& state) const = 0;

@@ -195,6 +195,7 @@ Json report_json(const PlacementReport& report) {
     entry["reason"] = node.reason;
     entry["partition"] = optional_index(node.partition);
     if (!node.precision.empty()) entry["precision"] = node.precision;
+    if (!node.fused_into.empty()) entry["fused_into"] = node.fused_into;
     if (node.cause == Cause::Island) {
       entry["copy_cost_us"] = node.copy_cost_us;
       entry["saving_us"] = node.saving_us;
@@ -202,6 +203,10 @@ Json report_json(const PlacementReport& report) {
     nodes.push_back(std::move(entry));
   }
   doc["nodes"] = std::move(nodes);
+  Json fusions = Json::array();
+  for (const FusionInfo& f : report.fusions)
+    fusions.push_back({{"partition", f.partition}, {"device", f.device}, {"nodes", f.nodes}});
+  doc["fusions"] = std::move(fusions);
   Json partitions = Json::array();
   for (const PartitionInfo& partition : report.partitions) {
     partitions.push_back({{"index", partition.index},
@@ -555,6 +560,12 @@ std::string format_text(const PlacementReport& report) {
                       std::to_string(partition.nodes.size()), format_us(partition.estimated_us)});
     }
     out += format_table(rows, "  ", {true, false, true, true});
+  }
+
+  if (!report.fusions.empty()) {
+    out += "\nfused kernels\n";
+    for (const FusionInfo& f : report.fusions)
+      out += fmt::format("  {} ({}, partition {})\n", join(f.nodes, " + "), f.device, f.partition);
   }
 
   out += "\ncopies\n";

@@ -34,6 +34,9 @@ struct NodeDecision {
   /// The arithmetic precision the node runs at where its device reports one ("fp16");
   /// filled in after the partitions compile.
   std::string precision;
+  /// The node whose fused kernel runs this one (a backend fusion inside its partition: a
+  /// Conv's epilogue, a Gelu pattern); empty when it runs as its own kernel.
+  std::string fused_into;
 };
 
 struct PartitionInfo {
@@ -60,6 +63,14 @@ struct EdgeInfo {
   bool copy = false;
 };
 
+/// Nodes of the user's graph that one partition runs as one kernel (filled in after the
+/// partitions compile): `nodes[0]` names the kernel, the rest were absorbed into it.
+struct FusionInfo {
+  int partition = -1;
+  std::string device;
+  std::vector<std::string> nodes;
+};
+
 struct PlacementReport {
   std::string model;                 ///< graph name or file
   std::string target;                ///< the preferred device
@@ -69,6 +80,7 @@ struct PlacementReport {
   std::vector<PartitionInfo> partitions;
   std::vector<CopyInfo> copies;
   std::vector<EdgeInfo> edges;
+  std::vector<FusionInfo> fusions;
 
   /// "sim:0: 29 of 31 nodes in 2 partitions; cpu: 2 nodes — NonMaxSuppression: not supported
   /// on sim:0". Devices in order of first use; the reasons of unsupported fallbacks grouped by op.

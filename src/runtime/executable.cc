@@ -95,8 +95,23 @@ std::shared_ptr<const Executable> Executable::compile(
   for (size_t p = 0; p < pl.partitions.size(); ++p)
     exe->compiled_.push_back(
         raw[static_cast<size_t>(pl.partition_device[p])]->compile(pl.partitions[p]));
-  // Devices know each node's precision once they compiled it.
+  // Devices know each node's precision and fusions once they compiled it.
   const auto& nodes = graph->nodes();
+  std::map<std::string, size_t> decision_of;
+  for (size_t i = 0; i < exe->placement_.report.nodes.size(); ++i)
+    decision_of.emplace(exe->placement_.report.nodes[i].node, i);
+  for (size_t p = 0; p < exe->compiled_.size(); ++p) {
+    for (backends::FusionGroup& group : exe->compiled_[p]->fusions()) {
+      if (group.members.size() < 2) continue;
+      for (size_t m = 1; m < group.members.size(); ++m) {
+        auto it = decision_of.find(group.members[m]);
+        if (it != decision_of.end())
+          exe->placement_.report.nodes[it->second].fused_into = group.members[0];
+      }
+      exe->placement_.report.fusions.push_back(
+          {static_cast<int>(p), pl.partitions[p].device, std::move(group.members)});
+    }
+  }
   for (size_t i = 0; i < nodes.size() && i < exe->placement_.report.nodes.size(); ++i) {
     int d = pl.node_device[i];
     if (d >= 0)

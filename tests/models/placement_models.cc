@@ -1,11 +1,14 @@
 // The five reference architectures placed on simulated accelerators give outputs bit-identical
-// to a CPU-only run — with sim:0 running every op, only Conv/MatMul/Gemm, a seeded random half
-// of the model's op types, and a two-device pipeline split — and every run makes exactly the
-// copies its placement report lists. Models come from SWITCHYARD_REFERENCE_MODELS (run through
-// ctest, which calls run_models.sh).
+// to a CPU-only run wherever placement keeps the cpu's fusion groups whole (else equal to the
+// fp32 bound, 1e-4 x max |ref|: a split group runs as separate kernels) — with sim:0 running every
+// op, only Conv/MatMul/Gemm, a seeded random half of the model's op types, and a two-device
+// pipeline split — and every run makes exactly the copies its placement report lists. Models come
+// from SWITCHYARD_REFERENCE_MODELS (run through ctest, which calls run_models.sh).
 #include <gtest/gtest.h>
+
 #include <stdlib.h>
 #include <unistd.h>
+#include <cmath>
 
 #include <cstdio>
 #include <cstdlib>
@@ -106,6 +109,13 @@ TEST_P(PlacedReferenceModel, MatchesTheCpuBitForBitOnSimulatedDevices) {
   Executable cpu_exe = Model::load(model.string()).compile(cpu_options);
   Result want = run(cpu_exe, inputs);
   EXPECT_EQ(want.stats.copies, 0);
+  auto fusion_groups = [](const Executable& exe) {
+    std::set<std::vector<std::string>> groups;
+    for (const placement::FusionInfo& f : exe.internal().placement_report().fusions)
+      groups.insert(f.nodes);
+    return groups;
+  };
+  const std::set<std::vector<std::string>> cpu_groups = fusion_groups(cpu_exe);
   std::set<std::string> op_set;
   for (const placement::NodeDecision& d : cpu_exe.internal().placement_report().nodes)
     op_set.insert(d.op);
@@ -159,13 +169,33 @@ TEST_P(PlacedReferenceModel, MatchesTheCpuBitForBitOnSimulatedDevices) {
     EXPECT_EQ(static_cast<size_t>(got.stats.copies), report.copies.size())
         << exe.placement_summary();
     ASSERT_EQ(got.outputs.size(), want.outputs.size());
+    // Where placement keeps every fusion group of the CPU-only run whole, the kernels are the
+    // same and so are the bits. Where it splits one (a Conv here, its Add there), the split
+    // group's nodes run as separate kernels, which round differently: then the outputs must
+    // match to the fp32 bound, 1e-4 x max |ref|.
+    const bool same_kernels = fusion_groups(exe) == cpu_groups;
     for (const auto& [output, expected] : want.outputs) {
       ASSERT_TRUE(got.outputs.count(output)) << "missing output " << output;
       const Tensor& actual = got.outputs.at(output);
       ASSERT_EQ(actual.dtype(), expected.dtype()) << output;
       ASSERT_EQ(actual.shape(), expected.shape()) << output;
-      EXPECT_EQ(std::memcmp(actual.raw(), expected.raw(), expected.nbytes()), 0)
-          << output << " differs from the CPU-only run; placement: " << exe.placement_summary();
+      if (same_kernels) {
+        EXPECT_EQ(std::memcmp(actual.raw(), expected.raw(), expected.nbytes()), 0)
+            << output << " differs from the CPU-only run; placement: " << exe.placement_summary();
+      } else {
+        ASSERT_EQ(actual.dtype(), DType::Float32) << output;
+        const float* a = static_cast<const float*>(actual.raw());
+        const float* e = static_cast<const float*>(expected.raw());
+        const size_t n = expected.nbytes() / sizeof(float);
+        double max_ref = 0, max_err = 0;
+        for (size_t i = 0; i < n; ++i) {
+          max_ref = std::max(max_ref, std::fabs(static_cast<double>(e[i])));
+          max_err = std::max(max_err, std::fabs(static_cast<double>(a[i]) - e[i]));
+        }
+        EXPECT_LE(max_err, 1e-4 * max_ref)
+            << output << " differs from the CPU-only run (a fusion group split by placement); "
+            << "placement: " << exe.placement_summary();
+      }
     }
   }
 }

@@ -112,6 +112,12 @@ Observed run_observed(const runtime::Executable& exe, const std::vector<ir::Tens
     }
     if (e.category == "Copy") ++o.copy_events;
   }
+  // A node a backend fused into another's kernel (report: fused_into) ran with that kernel.
+  for (const NodeDecision& d : exe.placement_report().nodes) {
+    if (d.fused_into.empty() || !o.times_run.count(d.fused_into)) continue;
+    o.times_run[d.node] = o.times_run[d.fused_into];
+    o.device_of[d.node] = o.device_of[d.fused_into];
+  }
   return o;
 }
 

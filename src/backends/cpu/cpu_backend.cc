@@ -1,8 +1,42 @@
 #include "backends/cpu/cpu_backend.h"
 
 #include "backends/cpu/cpu_kernels.h"
+#include "backends/executor.h"
+#include "backends/fusion/fusion.h"
+#include "backends/partition_graph.h"
 
 namespace switchyard::cpu {
+
+namespace {
+
+// A cpu partition compiled from a private clone of its nodes with the shared fusions applied
+// (fusion.h): GELU patterns become Gelu, and Conv / MatMul / Gemm take their bias, residual,
+// scale and activation as oneDNN post-ops (or, on paths oneDNN does not take, as a loop in the
+// same kernel).
+class FusedPartition : public backends::CompiledPartition {
+ public:
+  FusedPartition(const backends::Partition& p, const backends::KernelRegistry& kernels) {
+    std::map<const ir::Node*, const ir::Node*> origin;
+    graph_ = backends::clone_partition(p, origin);
+    std::vector<backends::FusionGroup> groups = backends::fuse_gelu(*graph_);
+    for (auto* pass : {backends::fuse_conv_epilogues, backends::fuse_matmul_epilogues})
+      for (backends::FusionGroup& g : pass(*graph_)) groups.push_back(std::move(g));
+    fusions_ = backends::merge_fusion_groups(std::move(groups));
+    program_ = std::make_unique<backends::GraphProgram>(*graph_, kernels);
+  }
+  std::vector<ir::Datum> run(std::vector<ir::Datum> inputs,
+                             backends::RunState& state) const override {
+    return program_->run(std::move(inputs), state);
+  }
+  std::vector<backends::FusionGroup> fusions() const override { return fusions_; }
+
+ private:
+  std::unique_ptr<ir::Graph> graph_;
+  std::unique_ptr<backends::GraphProgram> program_;
+  std::vector<backends::FusionGroup> fusions_;
+};
+
+}  // namespace
 
 CpuBackend::CpuBackend(uint64_t run_memory_limit) : run_memory_limit_(run_memory_limit) {
   info_.id = "cpu";
@@ -21,7 +55,15 @@ backends::Support CpuBackend::supports(const ir::Node& node) const {
 
 std::unique_ptr<backends::CompiledPartition> CpuBackend::compile(
     const backends::Partition& partition) const {
-  return backends::compile_program_partition(partition, cpu_kernels());
+  return compile_fused_partition(partition);
+}
+
+std::unique_ptr<backends::CompiledPartition> compile_fused_partition(
+    const backends::Partition& partition) {
+  // Bodies of If / Loop / Scan read outer values by pointer: such partitions run as placed.
+  if (backends::has_graph_bodies(partition))
+    return backends::compile_program_partition(partition, cpu_kernels());
+  return std::make_unique<FusedPartition>(partition, cpu_kernels());
 }
 
 std::shared_ptr<backends::HostPool> CpuBackend::create_pool(bool poison) const {

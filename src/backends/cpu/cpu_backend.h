@@ -24,4 +24,10 @@ class CpuBackend : public backends::Backend {
   uint64_t run_memory_limit_ = 0;
 };
 
+/// A partition run by the cpu kernels after the shared fusions (backends/fusion/fusion.h): what
+/// the cpu compiles, and the simulated devices too, so that a model gives the same bits
+/// wherever placement puts a whole fusion group.
+std::unique_ptr<backends::CompiledPartition> compile_fused_partition(
+    const backends::Partition& partition);
+
 }  // namespace switchyard::cpu

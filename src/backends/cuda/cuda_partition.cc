@@ -18,6 +18,7 @@
 #include "backends/cuda/fusion.h"
 #include "backends/cuda/layout.h"
 #include "backends/cuda/precision.h"
+#include "backends/partition_graph.h"
 #include "backends/profiler.h"
 #include "ir/check.h"
 
@@ -80,42 +81,6 @@ std::set<const ir::Node*> find_host_steps(const ir::Graph& g, const std::vector<
   return steps;
 }
 
-// The partition's nodes in a graph of their own: inputs as graph inputs, constants as
-// initializers (sharing storage), outputs as graph outputs in partition order.
-std::unique_ptr<ir::Graph> clone_partition(const backends::Partition& p,
-                                           std::map<const ir::Node*, const ir::Node*>& origin) {
-  auto g = std::make_unique<ir::Graph>(fmt::format("cuda_partition_{}", p.index));
-  std::unordered_map<const ir::Value*, ir::Value*> map;
-  for (const ir::Value* v : p.inputs) map[v] = g->add_input(v->name(), v->type());
-  auto lookup = [&](const ir::Value* v) -> ir::Value* {
-    if (!v) return nullptr;
-    auto it = map.find(v);
-    if (it != map.end()) return it->second;
-    SY_CHECK(v->is_constant(), Internal, "partition {}: value '{}' has no source", p.index,
-             v->name());
-    ir::Value* c = g->add_constant(v->name(), v->constant());
-    c->set_type(v->type());
-    map[v] = c;
-    return c;
-  };
-  for (const ir::Node* n : p.nodes) {
-    std::vector<ir::Value*> ins;
-    for (const ir::Value* v : n->inputs()) ins.push_back(lookup(v));
-    std::vector<std::string> outs;
-    for (const ir::Value* v : n->outputs()) outs.push_back(v->name());
-    ir::Node* c = g->add_node(n->op_type(), n->name(), ins, outs, n->domain());
-    c->set_kind_id(n->kind_id());
-    for (const auto& a : n->attributes()) c->set_attribute(a);
-    for (size_t i = 0; i < n->num_outputs(); ++i) {
-      c->output(i)->set_type(n->output(i)->type());
-      map[n->output(i)] = c->output(i);
-    }
-    origin[c] = n;
-  }
-  for (const ir::Value* v : p.outputs) g->add_output(map.at(v));
-  return g;
-}
-
 std::string tensor_signature(const ir::Tensor& t) {
   return fmt::format("{}{}", ir::dtype_name(t.dtype()), ir::shape_to_string(t.shape()));
 }
@@ -147,9 +112,10 @@ class CudaPartition : public backends::CompiledPartition {
       : backend_(backend), index_(p.index), input_on_host_(p.input_on_host) {
     use_device(backend.index());
     std::map<const ir::Node*, const ir::Node*> origin;
-    graph_ = clone_partition(p, origin);
-    fuse_conv_epilogues(*graph_);
-    fuse_matmul_epilogues(*graph_);
+    graph_ = backends::clone_partition(p, origin);
+    fusions_ = backends::fuse_conv_epilogues(*graph_);
+    for (backends::FusionGroup& g : backends::fuse_matmul_epilogues(*graph_))
+      fusions_.push_back(std::move(g));
     fuse_elementwise_chains(*graph_);
     std::map<const ir::Node*, std::string> precision;
     Precision prec = backend.precision();
@@ -190,6 +156,8 @@ class CudaPartition : public backends::CompiledPartition {
     SY_THROW(InvalidArgument, "{}: an index is out of range (found on {} by the kernel)", node,
              dev);
   }
+
+  std::vector<backends::FusionGroup> fusions() const override { return fusions_; }
 
   std::vector<ir::Datum> run(std::vector<ir::Datum> inputs,
                              backends::RunState& state) const override {
@@ -566,6 +534,7 @@ class CudaPartition : public backends::CompiledPartition {
   int index_;
   std::vector<char> input_on_host_;
   std::unique_ptr<ir::Graph> graph_;
+  std::vector<backends::FusionGroup> fusions_;  // the shared fusions it made (fusion.h)
   std::vector<Step> steps_;
   std::shared_ptr<backends::HostPool> host_pool_;  // host steps' results (null: none)
   size_t num_slots_ = 0;

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "ir/check.h"
 
@@ -17,9 +18,7 @@ constexpr int kSimMemorySpaceBase = 1000;
 class SimPartition : public backends::CompiledPartition {
  public:
   SimPartition(const backends::Partition& p, const SimBackend& backend)
-      : program_(backends::compile_program_partition(p, cpu::cpu_kernels())),
-        backend_(backend),
-        inputs_(p.inputs) {}
+      : program_(cpu::compile_fused_partition(p)), backend_(backend), inputs_(p.inputs) {}
 
   std::vector<ir::Datum> run(std::vector<ir::Datum> inputs,
                              backends::RunState& state) const override {
@@ -35,6 +34,7 @@ class SimPartition : public backends::CompiledPartition {
     }
     return program_->run(std::move(inputs), state);
   }
+  std::vector<backends::FusionGroup> fusions() const override { return program_->fusions(); }
 
  private:
   std::unique_ptr<backends::CompiledPartition> program_;

@@ -1,9 +1,11 @@
 // CPU kernels of the conv family: Conv and ConvTranspose through oneDNN for float32 (1-3
 // spatial dims), a direct loop for the other float dtypes and for shapes oneDNN declines.
+#include <cstring>
 #include <numeric>
 
 #include "backends/cpu/kernels/conv_internal.h"
 #include "backends/cpu/kernels/dnnl_util.h"
+#include "backends/cpu/kernels/epilogue.h"
 #include "ir/checked_math.h"
 
 namespace switchyard::cpu {
@@ -70,6 +72,7 @@ struct DnnlConvPlan {
   dnnl::memory::desc src_md, dst_md, bias_md;   // the layouts the primitive wants
   dnnl::memory::desc user_src_md, user_dst_md;  // plain NCHW, as the graph stores them
   dnnl::reorder src_reorder, dst_reorder;       // set when the layouts differ
+  dnnl::reorder residual_reorder;               // a fused residual into dst_md (with dst_reorder)
   dnnl::memory::desc user_weights_md;           // the weights as the graph stores them
   dnnl::memory::desc weights_md;                // the layout the primitive wants
   dnnl::memory packed_weights;                  // weights_md copy of constant weights (else empty)
@@ -92,9 +95,10 @@ struct ConvPlan {
   std::shared_ptr<DnnlConvPlan> dnnl;  // nullptr: the direct loop runs
 };
 
-// Runs a prepared oneDNN plan on x, w, b (b may be null), writing y.
+// Runs a prepared oneDNN plan on x, w, b (b may be null), writing y. A fused residual z (may be
+// null) is put in the destination first, for the plan's sum post-op to add to.
 void run_dnnl_plan(backends::KernelContext& ctx, const DnnlConvPlan& plan, const ir::Tensor& x,
-                   const ir::Tensor& w, const ir::Tensor* b, ir::Tensor& y) {
+                   const ir::Tensor& w, const ir::Tensor* b, const ir::Tensor* z, ir::Tensor& y) {
   dnnl::memory weights;
   if (plan.packed_weights) {
     weights = plan.packed_weights;
@@ -119,6 +123,12 @@ void run_dnnl_plan(backends::KernelContext& ctx, const DnnlConvPlan& plan, const
   if (plan.dst_reorder) {
     dst_buf = ctx.scratch(plan.dst_md.get_size());
     conv_dst = wrap_memory(dst_buf.get(), plan.dst_md);
+    if (z)
+      execute_primitive(
+          ctx, plan.residual_reorder,
+          {{DNNL_ARG_FROM, wrap_memory(*z, plan.user_dst_md)}, {DNNL_ARG_TO, conv_dst}});
+  } else if (z) {
+    std::memcpy(y.raw(), z->raw(), y.nbytes());
   }
   std::unordered_map<int, dnnl::memory> args = {
       {DNNL_ARG_SRC, conv_src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, conv_dst}};
@@ -134,14 +144,17 @@ std::shared_ptr<DnnlConvPlan> finish_plan(const typename Primitive::primitive_de
                                           const dnnl::memory::desc& user_src,
                                           const dnnl::memory::desc& user_dst,
                                           const dnnl::memory::desc& user_w, const ir::Tensor& w,
-                                          bool constant_weights) {
+                                          bool constant_weights, bool residual = false) {
   auto plan = std::make_shared<DnnlConvPlan>();
   plan->src_md = pd.src_desc();
   plan->dst_md = pd.dst_desc();
   plan->user_src_md = user_src;
   plan->user_dst_md = user_dst;
   if (plan->src_md != user_src) plan->src_reorder = make_reorder(user_src, plan->src_md);
-  if (plan->dst_md != user_dst) plan->dst_reorder = make_reorder(plan->dst_md, user_dst);
+  if (plan->dst_md != user_dst) {
+    plan->dst_reorder = make_reorder(plan->dst_md, user_dst);
+    if (residual) plan->residual_reorder = make_reorder(user_dst, plan->dst_md);
+  }
   plan->bias_md = pd.bias_desc();
   plan->weights_md = pd.weights_desc();
   plan->user_weights_md = user_w;
@@ -181,7 +194,10 @@ DnnlConvArgs dnnl_conv_args(const ConvDims& d, const std::vector<int64_t>& x_sha
 class ConvFamilyKernel : public backends::Kernel {
  public:
   explicit ConvFamilyKernel(const backends::KernelInit& init)
-      : group_(read_group(init.node)), constant_weights_(input_is_constant(init.node, 1)) {}
+      : group_(read_group(init.node)),
+        constant_weights_(input_is_constant(init.node, 1)),
+        epilogue_(Epilogue::of(init.node)),
+        residual_(init.node.num_inputs() > 3 && init.node.input(3) != nullptr) {}
 
   void run(backends::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
@@ -195,12 +211,20 @@ class ConvFamilyKernel : public backends::Kernel {
     OmpThreadScope threads(ctx.num_threads());
     auto plan = cache_.get(key, [&] { return make_plan(ctx, x, w, b); });
     ir::Tensor& y = ctx.allocate_output(0, x.dtype(), plan->dims.out_shape());
+    const ir::Tensor* z = residual_ ? &ctx.input(3) : nullptr;
+    if (z && (z->dtype() != y.dtype() || z->shape() != y.shape()))
+      ctx.fail("fused residual {}{} does not match the output {}{}", ir::dtype_name(z->dtype()),
+               ir::shape_to_string(z->shape()), ir::dtype_name(y.dtype()),
+               ir::shape_to_string(y.shape()));
     if (y.numel() == 0) return;
     if (plan->dnnl) {
-      run_dnnl_plan(ctx, *plan->dnnl, x, w, b, y);
+      run_dnnl_plan(ctx, *plan->dnnl, x, w, b, z, y);  // the residual runs as a post-op
+      epilogue_.finish(ctx.node(), y, ctx.num_threads());
       return;
     }
     run_direct(ctx, plan->dims, x, w, b, y);
+    if (z) add_in_place(ctx.node(), y, *z, ctx.num_threads());
+    epilogue_.apply(ctx.node(), y, ctx.num_threads());
   }
 
  protected:
@@ -213,8 +237,21 @@ class ConvFamilyKernel : public backends::Kernel {
                           const ir::Tensor& x, const ir::Tensor& w, const ir::Tensor* b,
                           ir::Tensor& y) const = 0;
 
+  // The attributes of oneDNN plans: a user scratchpad and the fused epilogue as post-ops
+  // (the residual as a sum onto the destination, then the activation).
+  dnnl::primitive_attr plan_attr() const {
+    dnnl::primitive_attr attr = user_scratchpad_attr();
+    dnnl::post_ops ops;
+    if (residual_) ops.append_sum(1.0f);
+    epilogue_.append_to(ops);
+    if (ops.len() > 0) attr.set_post_ops(ops);
+    return attr;
+  }
+
   int64_t group_;
   bool constant_weights_;
+  Epilogue epilogue_;  // fusion.h: "_sy_activation" (Conv only)
+  bool residual_;      // fusion.h: input 3 is a residual added before the activation
 
  private:
   PlanCache<ConvPlan> cache_;
@@ -275,9 +312,10 @@ class ConvKernel : public ConvFamilyKernel {
           dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
           blocked ? any_of(a.src) : a.src, a.weights_any, a.bias, blocked ? any_of(a.dst) : a.dst,
           a.strides, a.dilations, a.pad_begin, a.pad_end);
-      dnnl::convolution_forward::primitive_desc pd(desc, user_scratchpad_attr(), dnnl_engine());
+      dnnl::convolution_forward::primitive_desc pd(desc, plan_attr(), dnnl_engine());
       plan->dnnl = finish_plan<dnnl::convolution_forward>(
-          pd, a.src, a.dst, plain_desc(wdims, dnnl::memory::data_type::f32), w, constant_weights_);
+          pd, a.src, a.dst, plain_desc(wdims, dnnl::memory::data_type::f32), w, constant_weights_,
+          residual_);
     } catch (const dnnl::error&) {
       plan->dnnl = nullptr;  // oneDNN declines this shape: the direct loop covers it
     }
@@ -290,7 +328,10 @@ class ConvTransposeKernel : public ConvFamilyKernel {
   explicit ConvTransposeKernel(const backends::KernelInit& init)
       : ConvFamilyKernel(init),
         output_padding_(init.node.attr_ints("output_padding", {})),
-        output_shape_(init.node.attr_ints("output_shape", {})) {}
+        output_shape_(init.node.attr_ints("output_shape", {})) {
+    SY_CHECK(!epilogue_.active() && !residual_, Internal, "{}: ConvTranspose has no fused epilogue",
+             init.node.describe());
+  }
 
  private:
   void run_direct(const backends::KernelContext& ctx, const ConvDims& d, const ir::Tensor& x,

@@ -1,9 +1,12 @@
 // CPU kernels of the matmul family: MatMul and Gemm through oneDNN's matmul for float32 (with
 // constant weights packed once), plain loops for the other dtypes.
+#include <cmath>
 #include <cstring>
 
 #include "backends/cpu/kernels/dnnl_util.h"
+#include "backends/cpu/kernels/epilogue.h"
 #include "backends/cpu/kernels/matmul_internal.h"
+#include "backends/fusion/fusion.h"
 
 namespace switchyard::cpu {
 
@@ -117,10 +120,14 @@ struct MatMulPlan {
   std::shared_ptr<DnnlMatMulPlan> dnnl;
 };
 
+// MatMul, and its fused form (fusion.h): input 2 a bias of length N, "_sy_alpha" a scale of
+// the product, "_sy_activation" an activation: Y = act(alpha * (A @ B) + bias).
 class MatMulKernel : public backends::Kernel {
  public:
   explicit MatMulKernel(const backends::KernelInit& init)
-      : constant_b_(input_is_constant(init.node, 1)) {}
+      : constant_b_(input_is_constant(init.node, 1)),
+        alpha_(init.node.attr_float(backends::kFusedAlphaAttr, 1.0f)),
+        epilogue_(Epilogue::of(init.node)) {}
 
   void run(backends::KernelContext& ctx) const override {
     const ir::Tensor& a = ctx.input(0);
@@ -128,22 +135,60 @@ class MatMulKernel : public backends::Kernel {
     if (a.dtype() != b.dtype())
       ctx.fail("B has dtype {}, expected {} like A", ir::dtype_name(b.dtype()),
                ir::dtype_name(a.dtype()));
+    const ir::Tensor* bias = ctx.has_input(2) ? &ctx.input(2) : nullptr;
     std::vector<int64_t> key = a.shape();
     key.push_back(-1);
     key.insert(key.end(), b.shape().begin(), b.shape().end());
     OmpThreadScope threads(ctx.num_threads());
-    auto plan = cache_.get(key, [&] { return make_plan(ctx, a, b); });
+    auto plan = cache_.get(key, [&] { return make_plan(ctx, a, b, bias != nullptr); });
     const MatMulDims& d = plan->dims;
+    if (bias && (bias->dtype() != a.dtype() || bias->shape() != std::vector<int64_t>{d.n}))
+      ctx.fail("fused bias {}{} is not a vector of length N = {}", ir::dtype_name(bias->dtype()),
+               ir::shape_to_string(bias->shape()), d.n);
     ir::Tensor& y = ctx.allocate_output(0, a.dtype(), d.out_shape);
     if (y.numel() == 0) return;
+    if (plan->dnnl && d.k > 0) {
+      // oneDNN scales the bias with the product: give it bias / alpha.
+      std::vector<float> scaled;
+      const void* bias_data = bias ? bias->raw() : nullptr;
+      if (bias && alpha_ != 1.0f) {
+        scaled.resize(static_cast<size_t>(d.n));
+        for (int64_t j = 0; j < d.n; ++j) scaled[j] = bias->data<float>()[j] / alpha_;
+        bias_data = scaled.data();
+      }
+      run_dnnl_matmul(ctx, *plan->dnnl, a.raw(), b, bias_data, y.raw());
+      epilogue_.finish(ctx.node(), y, ctx.num_threads());
+      return;
+    }
     if (d.k == 0) {
       std::memset(y.raw(), 0, y.nbytes());
-      return;
+    } else {
+      run_loop(ctx, d, a, b, y);
     }
-    if (plan->dnnl) {
-      run_dnnl_matmul(ctx, *plan->dnnl, a.raw(), b, nullptr, y.raw());
-      return;
-    }
+    if (alpha_ != 1.0f || bias) scale_and_add_bias(ctx, d, bias, y);
+    epilogue_.apply(ctx.node(), y, ctx.num_threads());
+  }
+
+ private:
+  // y = alpha * y + bias (bias along the last dim), for the paths oneDNN does not take.
+  void scale_and_add_bias(const backends::KernelContext& ctx, const MatMulDims& d,
+                          const ir::Tensor* bias, ir::Tensor& y) const {
+    dispatch(FloatTypes{}, y.dtype(), ctx.node(), [&](auto tag) {
+      using T = decltype(tag);
+      using C = compute_t<T>;
+      T* yp = y.data<T>();
+      const T* bp = bias ? bias->data<T>() : nullptr;
+      const int64_t n = std::max<int64_t>(d.n, 1);
+      for (int64_t i = 0; i < y.numel(); ++i) {
+        C v = static_cast<C>(alpha_) * static_cast<C>(yp[i]);
+        if (bp) v += static_cast<C>(bp[i % n]);
+        yp[i] = convert<T>(v);
+      }
+    });
+  }
+
+  void run_loop(const backends::KernelContext& ctx, const MatMulDims& d, const ir::Tensor& a,
+                const ir::Tensor& b, ir::Tensor& y) const {
     dispatch(MatMulTypes{}, a.dtype(), ctx.node(), [&](auto tag) {
       using T = decltype(tag);
       using C = compute_t<T>;
@@ -160,13 +205,15 @@ class MatMulKernel : public backends::Kernel {
     });
   }
 
- private:
   std::shared_ptr<const MatMulPlan> make_plan(const backends::KernelContext& ctx,
-                                              const ir::Tensor& a, const ir::Tensor& b) const {
+                                              const ir::Tensor& a, const ir::Tensor& b,
+                                              bool has_bias) const {
     auto plan = std::make_shared<MatMulPlan>();
     plan->dims = matmul_dims(ctx, a.shape(), b.shape());
     const MatMulDims& d = plan->dims;
     if (a.dtype() != DType::Float32 || d.batch * d.m * d.n == 0 || d.k == 0) return plan;
+    // A bias with a scale goes in as bias / alpha (see run): only for a normal, finite alpha.
+    if (has_bias && alpha_ != 1.0f && !std::isnormal(alpha_)) return plan;
     using dt = dnnl::memory::data_type;
     std::vector<int64_t> src, wei, dst;
     if (b.rank() <= 2) {
@@ -184,13 +231,27 @@ class MatMulKernel : public backends::Kernel {
       wei.insert(wei.end(), {d.k, d.n});
       dst.insert(dst.end(), {d.m, d.n});
     }
-    plan->dnnl =
-        make_dnnl_matmul(plain_desc(src, dt::f32), plain_desc(wei, dt::f32), dnnl::memory::desc(),
-                         plain_desc(dst, dt::f32), user_scratchpad_attr(), b, constant_b_);
+    // The fused epilogue: alpha as the output scale, the bias broadcast over every dim but
+    // the last, the activation as a post-op.
+    dnnl::memory::desc bias_md;
+    if (has_bias) {
+      std::vector<int64_t> bdims(dst.size(), 1);
+      bdims.back() = d.n;
+      bias_md = plain_desc(bdims, dt::f32);
+    }
+    dnnl::primitive_attr attr = user_scratchpad_attr();
+    if (alpha_ != 1.0f) attr.set_output_scales(0, {alpha_});
+    dnnl::post_ops ops;
+    epilogue_.append_to(ops);
+    if (ops.len() > 0) attr.set_post_ops(ops);
+    plan->dnnl = make_dnnl_matmul(plain_desc(src, dt::f32), plain_desc(wei, dt::f32), bias_md,
+                                  plain_desc(dst, dt::f32), attr, b, constant_b_);
     return plan;
   }
 
   bool constant_b_;
+  float alpha_;        // fusion.h: "_sy_alpha"
+  Epilogue epilogue_;  // fusion.h: "_sy_activation"
   PlanCache<MatMulPlan> cache_;
 };
 
@@ -207,7 +268,8 @@ class GemmKernel : public backends::Kernel {
         trans_b_(init.node.attr_int("transB", 0) != 0),
         alpha_(init.node.attr_float("alpha", 1.0f)),
         beta_(init.node.attr_float("beta", 1.0f)),
-        constant_b_(input_is_constant(init.node, 1)) {}
+        constant_b_(input_is_constant(init.node, 1)),
+        epilogue_(Epilogue::of(init.node)) {}
 
   void run(backends::KernelContext& ctx) const override {
     const ir::Tensor& a = ctx.input(0);
@@ -222,7 +284,7 @@ class GemmKernel : public backends::Kernel {
     if (c) key.insert(key.end(), c->shape().begin(), c->shape().end());
     OmpThreadScope threads(ctx.num_threads());
     auto plan = cache_.get(key, [&] { return make_plan(ctx, a, b, c); });
-    const int64_t m = plan->m, n = plan->n, k = plan->k;
+    const int64_t m = plan->m, n = plan->n;
     ir::Tensor& y = ctx.allocate_output(0, a.dtype(), {m, n});
     if (y.numel() == 0) return;
     if (plan->dnnl) {
@@ -241,8 +303,17 @@ class GemmKernel : public backends::Kernel {
         fill_scaled_c<float, float>(*c, yp, m, n);
       }
       run_dnnl_matmul(ctx, *plan->dnnl, a.raw(), b, bias, yp);
+      epilogue_.finish(ctx.node(), y, ctx.num_threads());
       return;
     }
+    run_loop(ctx, a, b, c, y);
+    epilogue_.apply(ctx.node(), y, ctx.num_threads());
+  }
+
+ private:
+  void run_loop(const backends::KernelContext& ctx, const ir::Tensor& a, const ir::Tensor& b,
+                const ir::Tensor* c, ir::Tensor& y) const {
+    const int64_t m = y.dim(0), n = y.dim(1), k = trans_a_ ? a.dim(0) : a.dim(1);
     dispatch(MatMulTypes{}, a.dtype(), ctx.node(), [&](auto tag) {
       using T = decltype(tag);
       using C = compute_t<T>;
@@ -279,7 +350,6 @@ class GemmKernel : public backends::Kernel {
     });
   }
 
- private:
   // out[i, j] = beta * C broadcast to [M, N], for C of storage type T.
   template <typename T, typename Cv>
   void fill_scaled_c(const ir::Tensor& c, Cv* out, int64_t m, int64_t n) const {
@@ -333,11 +403,10 @@ class GemmKernel : public backends::Kernel {
                                   : dnnl::memory::desc();
     dnnl::primitive_attr attr = user_scratchpad_attr();
     if (alpha_ != 1.0f) attr.set_output_scales(0, {alpha_});
-    if (plan->bias == GemmPlan::Bias::Full) {
-      dnnl::post_ops ops;
-      ops.append_sum(1.0f);
-      attr.set_post_ops(ops);
-    }
+    dnnl::post_ops ops;
+    if (plan->bias == GemmPlan::Bias::Full) ops.append_sum(1.0f);
+    epilogue_.append_to(ops);
+    if (ops.len() > 0) attr.set_post_ops(ops);
     plan->dnnl =
         make_dnnl_matmul(src, wei, bias, plain_desc({m, n}, dt::f32), attr, b, constant_b_);
     return plan;
@@ -346,6 +415,7 @@ class GemmKernel : public backends::Kernel {
   bool trans_a_, trans_b_;
   float alpha_, beta_;
   bool constant_b_;
+  Epilogue epilogue_;  // fusion.h: "_sy_activation"
   PlanCache<GemmPlan> cache_;
 };
 

@@ -1,4 +1,4 @@
-// fuse_matmul_epilogues (fusion.h): on a CUDA partition's private graph, folds
+// fuse_matmul_epilogues (fusion.h): on a partition's private graph (cpu and cuda), folds
 //   MatMul → Div | Mul(scalar) → Add(bias) → Relu | Gelu   (each optional, not all absent)
 //   Gemm → Relu | Gelu
 // into the MatMul / Gemm node: the scale becomes MatMul's "_sy_alpha" attribute (cuBLASLt's
@@ -16,15 +16,15 @@
 #include <cmath>
 #include <optional>
 
-#include "backends/cuda/fusion.h"
+#include "backends/fusion/fusion.h"
 #include "ops/op_kind.h"
 
-namespace switchyard::cuda {
+namespace switchyard::backends {
 
 namespace {
 
-constexpr const char* kActivationAttr = "_sy_activation";
-constexpr const char* kAlphaAttr = "_sy_alpha";
+constexpr const char* kActivationAttr = kFusedActivationAttr;
+constexpr const char* kAlphaAttr = kFusedAlphaAttr;
 
 bool is_op(const ir::Node& node, ops::OpKind kind) {
   if (node.kind_id() >= 0) return node.kind_id() == static_cast<int>(kind);
@@ -100,7 +100,8 @@ ir::Node* activation_after(const ir::Graph& graph, const ir::Value* v) {
 
 }  // namespace
 
-void fuse_matmul_epilogues(ir::Graph& graph) {
+std::vector<FusionGroup> fuse_matmul_epilogues(ir::Graph& graph) {
+  std::vector<FusionGroup> groups;
   std::vector<ir::Node*> absorbed;
   std::vector<ir::Node*> nodes;
   for (const auto& n : graph.nodes()) nodes.push_back(n.get());
@@ -133,6 +134,10 @@ void fuse_matmul_epilogues(ir::Graph& graph) {
     ir::Node* act = activation_after(graph, tail);
     if (act) tail = act->output(0);
     if (!scale && !add && !act) continue;
+    FusionGroup group{{node->name()}};
+    for (ir::Node* n : {scale, add, act})
+      if (n) group.members.push_back(n->name());
+    groups.push_back(std::move(group));
 
     if (scale)
       node->set_attribute(ir::Attribute::make_float(kAlphaAttr, static_cast<float>(*alpha)));
@@ -150,6 +155,7 @@ void fuse_matmul_epilogues(ir::Graph& graph) {
   graph.remove_nodes_if([&](const ir::Node& n) {
     return std::find(absorbed.begin(), absorbed.end(), &n) != absorbed.end();
   });
+  return groups;
 }
 
-}  // namespace switchyard::cuda
+}  // namespace switchyard::backends

@@ -1,6 +1,6 @@
-// fuse_conv_epilogues (fusion.h): on a CUDA partition's private graph, folds the chains
+// fuse_conv_epilogues (fusion.h): on a partition's private graph (cpu and cuda), folds the chains
 //   Conv -> Add(bias) / Add(residual) -> Relu | Sigmoid | Tanh | Clip
-// into one Conv node that the CUDA Conv kernel runs as Y = act(conv(X, W) + B + Z): an Add of
+// into one Conv node that the Conv kernels run as Y = act(conv(X, W) + B + Z): an Add of
 // a per-channel constant ([K,1,1], [1,K,1,1], a scalar) is folded into B, an Add of a tensor of
 // the conv output's shape becomes the residual input Z (input 3), and the activation becomes
 // the "_sy_activation" attribute — for a Clip whose bounds are constant scalars (or absent),
@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "backends/cuda/fusion.h"
+#include "backends/fusion/fusion.h"
 #include "ir/check.h"
 
-namespace switchyard::cuda {
+namespace switchyard::backends {
 
 namespace {
 
@@ -207,10 +207,10 @@ void fuse(ir::Graph& g, ir::Node* conv, const Chain& chain) {
   fused->output(0)->set_type(out_type);
   for (const ir::Attribute& a : attributes) fused->set_attribute(a);
   if (!chain.activation.empty())
-    fused->set_attribute(ir::Attribute::make_string("_sy_activation", chain.activation));
+    fused->set_attribute(ir::Attribute::make_string(kFusedActivationAttr, chain.activation));
   if (chain.activation == "Clip") {
-    fused->set_attribute(ir::Attribute::make_float("_sy_clip_min", chain.clip_lo));
-    fused->set_attribute(ir::Attribute::make_float("_sy_clip_max", chain.clip_hi));
+    fused->set_attribute(ir::Attribute::make_float(kFusedClipMinAttr, chain.clip_lo));
+    fused->set_attribute(ir::Attribute::make_float(kFusedClipMaxAttr, chain.clip_hi));
   }
   g.replace_all_uses(hold->output(0), fused->output(0));
   remove_node(g, hold);
@@ -218,20 +218,25 @@ void fuse(ir::Graph& g, ir::Node* conv, const Chain& chain) {
 
 }  // namespace
 
-void fuse_conv_epilogues(ir::Graph& graph) {
+std::vector<FusionGroup> fuse_conv_epilogues(ir::Graph& graph) {
+  std::vector<FusionGroup> groups;
   std::vector<ir::Node*> convs;
   for (const auto& n : graph.nodes())
     if (is_onnx_op(*n, "Conv") && n->num_outputs() == 1 && n->num_inputs() >= 2 &&
-        n->num_inputs() <= 3 && !n->has_attribute("_sy_activation"))
+        n->num_inputs() <= 3 && !n->has_attribute(kFusedActivationAttr))
       convs.push_back(n.get());
   bool changed = false;
   for (ir::Node* conv : convs) {
     Chain chain = find_chain(graph, conv);
     if (chain.absorbed.empty()) continue;
+    FusionGroup group{{conv->name()}};
+    for (const ir::Node* n : chain.absorbed) group.members.push_back(n->name());
+    groups.push_back(std::move(group));
     fuse(graph, conv, chain);
     changed = true;
   }
   if (changed) graph.sort_topologically();
+  return groups;
 }
 
-}  // namespace switchyard::cuda
+}  // namespace switchyard::backends

@@ -1,15 +1,15 @@
-// The CUDA backend's MatMul epilogue fusion (backends/cuda/kernels/matmul_fusion.cc), checked on
+// The MatMul epilogue fusion (backends/fusion/matmul_epilogue.cc), checked on
 // the graph it produces: a scale by a one-element constant (attention's scores / sqrt(d)), a
 // bias Add and an activation fold into the MatMul; anything else is left alone. Needs no GPU
 // (the GPU tests check the fused kernels' numbers).
 #include <gtest/gtest.h>
 
-#include "backends/cuda/fusion.h"
+#include "backends/fusion/fusion.h"
 #include "ir/check.h"
 #include "ops/shape_inference.h"
 #include "support/op_test_util.h"
 
-namespace switchyard::cuda {
+namespace switchyard::backends {
 namespace {
 
 using testing::random_tensor;
@@ -116,4 +116,4 @@ TEST(CudaMatMulFusion, ScalesThatAreNotAOneElementFactorStay) {
 }
 
 }  // namespace
-}  // namespace switchyard::cuda
+}  // namespace switchyard::backends

@@ -1,0 +1,116 @@
+#include "backends/cpu/kernels/epilogue.h"
+
+#include <cfloat>
+#include <cmath>
+
+#include "backends/cpu/kernels/common.h"
+#include "backends/fusion/fusion.h"
+#include "ir/check.h"
+
+namespace switchyard::cpu {
+
+namespace {
+
+// NaN-propagating forms (as the standalone kernels compute them), in the compute type.
+template <typename V>
+V activate(Epilogue::Act act, V lo, V hi, V x) {
+  switch (act) {
+    case Epilogue::Act::Relu:
+      return x < V(0) ? V(0) : x;
+    case Epilogue::Act::Gelu:
+      return V(0.5) * x * (V(1) + std::erf(x * V(0.7071067811865476)));
+    case Epilogue::Act::Sigmoid:
+      return x >= V(0) ? V(1) / (V(1) + std::exp(-x)) : std::exp(x) / (V(1) + std::exp(x));
+    case Epilogue::Act::Tanh:
+      return std::tanh(x);
+    case Epilogue::Act::Clip:
+      return x < lo ? lo : (x > hi ? hi : x);
+    case Epilogue::Act::None:
+      break;
+  }
+  return x;
+}
+
+}  // namespace
+
+Epilogue Epilogue::of(const ir::Node& node) {
+  Epilogue e;
+  std::string name = node.attr_string(backends::kFusedActivationAttr, "");
+  if (name.empty()) return e;
+  if (name == "Relu") {
+    e.act = Act::Relu;
+  } else if (name == "Gelu") {
+    e.act = Act::Gelu;
+  } else if (name == "Sigmoid") {
+    e.act = Act::Sigmoid;
+  } else if (name == "Tanh") {
+    e.act = Act::Tanh;
+  } else if (name == "Clip") {
+    e.act = Act::Clip;
+    e.lo = node.attr_float(backends::kFusedClipMinAttr, -INFINITY);
+    e.hi = node.attr_float(backends::kFusedClipMaxAttr, INFINITY);
+  } else {
+    SY_THROW(Internal, "{}: unknown fused activation '{}'", node.describe(), name);
+  }
+  return e;
+}
+
+void Epilogue::append_to(dnnl::post_ops& ops) const {
+  using alg = dnnl::algorithm;
+  if (!as_post_op()) return;
+  switch (act) {
+    case Act::Gelu:
+      ops.append_eltwise(1.0f, alg::eltwise_gelu_erf, 0.0f, 0.0f);
+      break;
+    case Act::Sigmoid:
+      ops.append_eltwise(1.0f, alg::eltwise_logistic, 0.0f, 0.0f);
+      break;
+    case Act::Tanh:
+      ops.append_eltwise(1.0f, alg::eltwise_tanh, 0.0f, 0.0f);
+      break;
+    default:
+      break;
+  }
+}
+
+bool Epilogue::as_post_op() const {
+  // oneDNN's relu and clip post-ops turn NaN into a number (vmaxps keeps its second operand):
+  // those two run as a loop of their own right after the primitive, while its output is hot.
+  return act == Act::Gelu || act == Act::Sigmoid || act == Act::Tanh;
+}
+
+void Epilogue::apply(const ir::Node& node, ir::Tensor& y, int threads) const {
+  if (!active()) return;
+  const Act a = act;
+  dispatch(FloatTypes{}, y.dtype(), node, [&](auto tag) {
+    using T = decltype(tag);
+    using C = compute_t<T>;
+    T* p = y.data<T>();
+    const C l = static_cast<C>(lo), h = static_cast<C>(hi);
+    parallel_for(y.numel(), 16384, threads, [&](int64_t b, int64_t e) {
+      if (a == Act::Relu && std::is_same_v<T, float>) {
+        for (int64_t i = b; i < e; ++i) p[i] = p[i] < T(0) ? T(0) : p[i];  // vectorizes
+      } else if (a == Act::Clip && std::is_same_v<T, float>) {
+        for (int64_t i = b; i < e; ++i) p[i] = p[i] < T(l) ? T(l) : (p[i] > T(h) ? T(h) : p[i]);
+      } else {
+        for (int64_t i = b; i < e; ++i)
+          p[i] = convert<T>(activate<C>(a, l, h, static_cast<C>(p[i])));
+      }
+    });
+  });
+}
+
+void add_in_place(const ir::Node& node, ir::Tensor& y, const ir::Tensor& z, int threads) {
+  dispatch(FloatTypes{}, y.dtype(), node, [&](auto tag) {
+    using T = decltype(tag);
+    using C = compute_t<T>;
+    T* p = y.data<T>();
+    const T* q = z.data<T>();
+    parallel_for(y.numel(), 16384, threads, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i)
+        p[i] = convert<T>(static_cast<C>(static_cast<C>(p[i]) + static_cast<C>(q[i])));
+    });
+  });
+}
+
+}  // namespace switchyard::cpu

@@ -1,0 +1,39 @@
+// The fused epilogue of a cpu Conv / MatMul / Gemm node (backends/fusion/fusion.h): the
+// activation named by "_sy_activation" as a oneDNN eltwise post-op (GELU, sigmoid, tanh), or as
+// a loop right after the primitive (ReLU and Clip, whose oneDNN post-ops turn NaN into 0) and on
+// the paths oneDNN does not take (other dtypes, shapes it declines): the standalone kernels'
+// results either way, NaN included.
+#pragma once
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "backends/kernel.h"
+#include "ir/tensor.h"
+
+namespace switchyard::cpu {
+
+struct Epilogue {
+  enum class Act { None, Relu, Gelu, Sigmoid, Tanh, Clip };
+  Act act = Act::None;
+  float lo = 0, hi = 0;  // Clip's bounds
+
+  /// The node's fused activation; throws Internal naming the node for an unknown one.
+  static Epilogue of(const ir::Node& node);
+  bool active() const { return act != Act::None; }
+  /// Whether oneDNN runs the activation as a post-op with the standalone kernel's results
+  /// (NaN included); when not, the kernel calls apply() after the primitive.
+  bool as_post_op() const;
+  /// Appends the activation to `ops` when as_post_op().
+  void append_to(dnnl::post_ops& ops) const;
+  /// Applies the activation in place to every element of `y` (a float tensor).
+  void apply(const ir::Node& node, ir::Tensor& y, int threads) const;
+  /// The same when the primitive did not (!as_post_op()).
+  void finish(const ir::Node& node, ir::Tensor& y, int threads) const {
+    if (active() && !as_post_op()) apply(node, y, threads);
+  }
+};
+
+/// y += z elementwise (same shape and dtype; float dtypes): a fused residual on the loop paths.
+void add_in_place(const ir::Node& node, ir::Tensor& y, const ir::Tensor& z, int threads);
+
+}  // namespace switchyard::cpu

@@ -1,0 +1,49 @@
+// Fusion on a partition's private graph (after placement, inside a backend's compile): rewrites
+// shared by every backend whose kernels run the fused forms (cpu and cuda). A fused node keeps
+// its op type and gains internal attributes and inputs that only the backends' kernels read:
+//
+//   attribute "_sy_activation" (string): "Relu", "Gelu" (erf form), "Sigmoid", "Tanh", "Clip"
+//       (Conv only, bounds in "_sy_clip_min" / "_sy_clip_max") — applied to the node's result
+//       after bias/residual.
+//   Conv: optional input 3 = residual Z (same shape as Y): Y = act(conv(X, W) + B + Z).
+//   MatMul: optional input 2 = bias (1-D, length N), attribute "_sy_alpha" (float, default 1):
+//       Y = act(alpha * (A @ B) + bias).
+//   Gemm: "_sy_activation" only (C already is its bias).
+//
+// Placement decided where each node of the user's graph runs; fusion happens later, inside one
+// partition, so pins and strict failures always name the user's nodes. Each pass returns the
+// groups it made (the fused node's name, then every member's) so the placement report can say
+// which nodes run as one kernel.
+//
+// Each pass rewires the absorbed nodes' consumers to the fused node's output and removes the
+// absorbed nodes; it fuses only when the absorbed nodes have no other reader and their outputs
+// are not partition outputs (graph outputs of the private graph).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "ir/graph.h"
+
+namespace switchyard::backends {
+
+inline constexpr const char* kFusedActivationAttr = "_sy_activation";
+inline constexpr const char* kFusedClipMinAttr = "_sy_clip_min";
+inline constexpr const char* kFusedClipMaxAttr = "_sy_clip_max";
+inline constexpr const char* kFusedAlphaAttr = "_sy_alpha";
+
+/// Conv → Add(bias) / Add(residual) → Relu | Sigmoid | Tanh | Clip (fusion/conv_epilogue.cc).
+std::vector<FusionGroup> fuse_conv_epilogues(ir::Graph& graph);
+/// MatMul → Div | Mul(scalar) → Add(bias) → Relu | Gelu, Gemm → Relu | Gelu
+/// (fusion/matmul_epilogue.cc).
+std::vector<FusionGroup> fuse_matmul_epilogues(ir::Graph& graph);
+/// The erf and tanh forms of GELU that exporters emit below opset 20 become one Gelu node
+/// (approximate "none" / "tanh") (fusion/gelu.cc).
+std::vector<FusionGroup> fuse_gelu(ir::Graph& graph);
+
+/// Merges groups made by successive passes: a group whose first member is a member of an
+/// earlier group (a Gelu made by fuse_gelu, then absorbed by a MatMul) joins that group.
+std::vector<FusionGroup> merge_fusion_groups(std::vector<FusionGroup> groups);
+
+}  // namespace switchyard::backends

@@ -1,0 +1,49 @@
+#include "backends/partition_graph.h"
+
+#include <unordered_map>
+
+#include "ir/check.h"
+
+namespace switchyard::backends {
+
+std::unique_ptr<ir::Graph> clone_partition(const backends::Partition& p,
+                                           std::map<const ir::Node*, const ir::Node*>& origin) {
+  auto g = std::make_unique<ir::Graph>(fmt::format("{}_partition_{}", p.device, p.index));
+  std::unordered_map<const ir::Value*, ir::Value*> map;
+  for (const ir::Value* v : p.inputs) map[v] = g->add_input(v->name(), v->type());
+  auto lookup = [&](const ir::Value* v) -> ir::Value* {
+    if (!v) return nullptr;
+    auto it = map.find(v);
+    if (it != map.end()) return it->second;
+    SY_CHECK(v->is_constant(), Internal, "partition {}: value '{}' has no source", p.index,
+             v->name());
+    ir::Value* c = g->add_constant(v->name(), v->constant());
+    c->set_type(v->type());
+    map[v] = c;
+    return c;
+  };
+  for (const ir::Node* n : p.nodes) {
+    std::vector<ir::Value*> ins;
+    for (const ir::Value* v : n->inputs()) ins.push_back(lookup(v));
+    std::vector<std::string> outs;
+    for (const ir::Value* v : n->outputs()) outs.push_back(v->name());
+    ir::Node* c = g->add_node(n->op_type(), n->name(), ins, outs, n->domain());
+    c->set_kind_id(n->kind_id());
+    for (const auto& a : n->attributes()) c->set_attribute(a);
+    for (size_t i = 0; i < n->num_outputs(); ++i) {
+      c->output(i)->set_type(n->output(i)->type());
+      map[n->output(i)] = c->output(i);
+    }
+    origin[c] = n;
+  }
+  for (const ir::Value* v : p.outputs) g->add_output(map.at(v));
+  return g;
+}
+
+bool has_graph_bodies(const Partition& p) {
+  for (const ir::Node* n : p.nodes)
+    if (!n->subgraphs().empty()) return true;
+  return false;
+}
+
+}  // namespace switchyard::backends

@@ -1,0 +1,362 @@
+// The cpu backend's partition fusions (backends/fusion/fusion.h) against the unfused graph: each
+// case builds a graph, runs it through CpuBackend::compile (which fuses) and through a plain
+// GraphProgram of the same graph (which does not), on seeded random data, and compares; it also
+// checks which nodes were fused, including shapes where a pattern must not fire.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/cpu_kernels.h"
+#include "backends/executor.h"
+#include "ops/shape_inference.h"
+#include "support/op_test_util.h"
+#include "switchyard/switchyard.hpp"
+
+namespace switchyard::testing {
+namespace {
+
+ir::Type tensor_type(DType dtype, std::vector<int64_t> dims) {
+  ir::Shape s;
+  for (int64_t d : dims) s.push_back(ir::Dim(d));
+  return ir::Type::tensor(dtype, s);
+}
+
+ir::Value* scalar(ir::Graph& g, const std::string& name, double v, DType dtype = DType::Float32) {
+  ir::Tensor t(dtype, {});
+  if (dtype == DType::Float64) {
+    t.data<double>()[0] = v;
+  } else {
+    t.data<float>()[0] = static_cast<float>(v);
+  }
+  return g.add_constant(name, t);
+}
+
+struct Outcome {
+  std::vector<ir::Datum> fused, plain;
+  std::vector<backends::FusionGroup> groups;
+};
+
+// Runs `g` (types inferred here) both ways on `inputs`.
+Outcome run_both(ir::Graph& g, const std::vector<ir::Tensor>& inputs) {
+  ops::infer_types(g);
+  ir::verify(g);
+  std::vector<ir::Datum> feeds;
+  for (const ir::Tensor& t : inputs) feeds.emplace_back(t);
+  Outcome out;
+  backends::GraphProgram plain(g, cpu::cpu_kernels());
+  out.plain = run_program(plain, feeds);
+
+  backends::Partition p;
+  p.graph = &g;
+  p.device = "cpu";
+  for (const auto& n : g.nodes()) p.nodes.push_back(n.get());
+  for (const ir::Value* v : g.inputs()) p.inputs.push_back(v);
+  for (const ir::Value* v : g.outputs()) p.outputs.push_back(v);
+  p.input_on_host.assign(p.inputs.size(), 0);
+  cpu::CpuBackend backend;
+  auto compiled = backend.compile(p);
+  out.groups = compiled->fusions();
+  backends::RunState state;
+  state.pool = backends::HostPool::create(/*poison=*/true);
+  state.num_threads = 2;
+  out.fused = compiled->run(feeds, state);
+  return out;
+}
+
+void expect_close(const Outcome& o, double rtol = 1e-5, double atol = 1e-5) {
+  ASSERT_EQ(o.fused.size(), o.plain.size());
+  for (size_t i = 0; i < o.fused.size(); ++i)
+    EXPECT_EQ(compare_tensors(o.fused[i].tensor, o.plain[i].tensor, rtol, atol), "")
+        << "output " << i;
+}
+
+std::vector<std::string> members(const Outcome& o, size_t i) {
+  return i < o.groups.size() ? o.groups[i].members : std::vector<std::string>{};
+}
+
+// x[1, C, H, W] -> Conv(3x3 or 1x1, bias) -> tail
+struct ConvGraph {
+  ir::Graph g{"conv"};
+  ir::Value* x;
+  ir::Value* y;
+  ConvGraph(int64_t c, int64_t k, int64_t ksize, int64_t group = 1, DType dtype = DType::Float32,
+            int64_t hw = 9) {
+    x = g.add_input("x", tensor_type(dtype, {1, c, hw, hw}));
+    ir::Value* w = g.add_constant("w", random_tensor(dtype, {k, c / group, ksize, ksize}, 11));
+    ir::Value* b = g.add_constant("b", random_tensor(dtype, {k}, 12));
+    ir::Node* conv = g.add_node("Conv", "conv", {x, w, b}, {"c"});
+    conv->set_attribute(ir::Attribute::make_ints("pads", std::vector<int64_t>(4, ksize / 2)));
+    conv->set_attribute(ir::Attribute::make_int("group", group));
+    y = conv->output(0);
+  }
+};
+
+TEST(CpuFusion, ConvBiasActivationsMatchTheUnfusedGraph) {
+  for (const char* act : {"Relu", "Sigmoid", "Tanh", "Clip"}) {
+    for (int64_t ksize : {1, 3}) {
+      ConvGraph cg(8, 16, ksize);
+      std::vector<ir::Value*> ins = {cg.y};
+      if (std::string(act) == "Clip")
+        ins = {cg.y, scalar(cg.g, "lo", 0.0), scalar(cg.g, "hi", 0.5)};
+      ir::Value* out = cg.g.add_node(act, "act", ins, {"y"})->output(0);
+      cg.g.add_output(out);
+      Outcome o = run_both(cg.g, {random_tensor(DType::Float32, {1, 8, 9, 9}, 1)});
+      expect_close(o);
+      EXPECT_EQ(members(o, 0), (std::vector<std::string>{"conv", "act"})) << act << " " << ksize;
+    }
+  }
+}
+
+TEST(CpuFusion, ConvResidualAndChannelConstantAddsFold) {
+  // y = Relu(Conv(x) + per-channel constant + x): the constant joins the bias, x the residual.
+  for (int64_t ksize : {1, 3}) {
+    ConvGraph cg(8, 8, ksize);
+    ir::Value* k = cg.g.add_constant("k", random_tensor(DType::Float32, {8, 1, 1}, 3));
+    ir::Value* a1 = cg.g.add_node("Add", "add_k", {cg.y, k}, {"a1"})->output(0);
+    ir::Value* a2 = cg.g.add_node("Add", "add_x", {cg.x, a1}, {"a2"})->output(0);
+    ir::Value* y = cg.g.add_node("Relu", "relu", {a2}, {"y"})->output(0);
+    cg.g.add_output(y);
+    Outcome o = run_both(cg.g, {random_tensor(DType::Float32, {1, 8, 9, 9}, 2)});
+    expect_close(o);
+    EXPECT_EQ(members(o, 0), (std::vector<std::string>{"conv", "add_k", "add_x", "relu"}));
+  }
+}
+
+TEST(CpuFusion, DepthwiseConvWithRelu6AndFloat64LoopPath) {
+  {
+    ConvGraph cg(16, 16, 3, 16);
+    ir::Value* y = cg.g.add_node("Clip", "relu6",
+                                 {cg.y, scalar(cg.g, "lo", 0.0), scalar(cg.g, "hi", 6.0)}, {"y"})
+                       ->output(0);
+    cg.g.add_output(y);
+    Outcome o = run_both(cg.g, {random_tensor(DType::Float32, {1, 16, 9, 9}, 4)});
+    expect_close(o);
+    EXPECT_EQ(members(o, 0).size(), 2u);
+  }
+  {
+    // float64 runs the direct loop: the residual and activation are applied there.
+    ConvGraph cg(4, 4, 3, 1, DType::Float64);
+    ir::Value* a = cg.g.add_node("Add", "add_x", {cg.y, cg.x}, {"a"})->output(0);
+    ir::Value* y = cg.g.add_node("Relu", "relu", {a}, {"y"})->output(0);
+    cg.g.add_output(y);
+    Outcome o = run_both(cg.g, {random_tensor(DType::Float64, {1, 4, 9, 9}, 5)});
+    expect_close(o, 1e-12, 1e-12);
+    EXPECT_EQ(members(o, 0), (std::vector<std::string>{"conv", "add_x", "relu"}));
+  }
+}
+
+TEST(CpuFusion, NaNStaysNaNThroughFusedActivations) {
+  for (const char* act : {"Relu", "Clip", "Sigmoid", "Tanh"}) {
+    ConvGraph cg(4, 4, 3);
+    std::vector<ir::Value*> ins = {cg.y};
+    if (std::string(act) == "Clip") ins = {cg.y, scalar(cg.g, "lo", 0.0), scalar(cg.g, "hi", 6.0)};
+    ir::Value* y = cg.g.add_node(act, "act", ins, {"y"})->output(0);
+    cg.g.add_output(y);
+    ir::Tensor x = random_tensor(DType::Float32, {1, 4, 9, 9}, 6);
+    x.data<float>()[40] = std::numeric_limits<float>::quiet_NaN();
+    Outcome o = run_both(cg.g, {x});
+    ASSERT_EQ(members(o, 0).size(), 2u);
+    expect_close(o);  // compare_tensors matches NaN with NaN only
+    EXPECT_TRUE(std::isnan(o.fused[0].tensor.data<float>()[40])) << act;
+  }
+}
+
+TEST(CpuFusion, ConvPatternsThatMustNotFire) {
+  {
+    // The conv output is also a graph output: nothing is absorbed.
+    ConvGraph cg(4, 4, 3);
+    ir::Value* y = cg.g.add_node("Relu", "relu", {cg.y}, {"y"})->output(0);
+    cg.g.add_output(cg.y);
+    cg.g.add_output(y);
+    Outcome o = run_both(cg.g, {random_tensor(DType::Float32, {1, 4, 9, 9}, 7)});
+    expect_close(o);
+    EXPECT_TRUE(o.groups.empty());
+  }
+  {
+    // An Add that broadcasts the conv output to a larger shape is no residual.
+    ConvGraph cg(4, 4, 3);
+    ir::Value* big = cg.g.add_input("big", tensor_type(DType::Float32, {2, 4, 9, 9}));
+    ir::Value* a = cg.g.add_node("Add", "add", {cg.y, big}, {"a"})->output(0);
+    ir::Value* y = cg.g.add_node("Relu", "relu", {a}, {"y"})->output(0);
+    cg.g.add_output(y);
+    Outcome o = run_both(cg.g, {random_tensor(DType::Float32, {1, 4, 9, 9}, 8),
+                                random_tensor(DType::Float32, {2, 4, 9, 9}, 9)});
+    expect_close(o);
+    for (const auto& group : o.groups)
+      EXPECT_EQ(std::find(group.members.begin(), group.members.end(), "add"), group.members.end());
+  }
+}
+
+// x[2, 5, 64] -> MatMul(W[64, 48]) -> tail
+struct MatMulGraph {
+  ir::Graph g{"matmul"};
+  ir::Value* x;
+  ir::Value* y;
+  MatMulGraph() {
+    x = g.add_input("x", tensor_type(DType::Float32, {2, 5, 64}));
+    ir::Value* w = g.add_constant("w", random_tensor(DType::Float32, {64, 48}, 21));
+    y = g.add_node("MatMul", "mm", {x, w}, {"p"})->output(0);
+  }
+  ir::Value* bias() { return g.add_constant("bias", random_tensor(DType::Float32, {48}, 22)); }
+};
+
+// The erf GELU of `x` as exporters write it, in one of three orders.
+ir::Value* erf_gelu(ir::Graph& g, ir::Value* x, int order, const std::string& tag) {
+  ir::Value* d =
+      g.add_node("Div", tag + "div", {x, scalar(g, tag + "s2", std::sqrt(2.0))}, {tag + "d"})
+          ->output(0);
+  ir::Value* e = g.add_node("Erf", tag + "erf", {d}, {tag + "e"})->output(0);
+  ir::Value* u =
+      g.add_node("Add", tag + "add1", {e, scalar(g, tag + "one", 1.0)}, {tag + "u"})->output(0);
+  ir::Value* half = scalar(g, tag + "half", 0.5);
+  if (order == 0) {
+    ir::Value* m = g.add_node("Mul", tag + "mx", {x, u}, {tag + "m"})->output(0);
+    return g.add_node("Mul", tag + "mh", {m, half}, {tag + "y"})->output(0);
+  }
+  if (order == 1) {
+    ir::Value* m = g.add_node("Mul", tag + "mh", {u, half}, {tag + "m"})->output(0);
+    return g.add_node("Mul", tag + "mx", {x, m}, {tag + "y"})->output(0);
+  }
+  ir::Value* h = g.add_node("Mul", tag + "hx", {x, half}, {tag + "h"})->output(0);
+  return g.add_node("Mul", tag + "mu", {h, u}, {tag + "y"})->output(0);
+}
+
+TEST(CpuFusion, MatMulBiasGeluInEveryExportedOrder) {
+  for (int order = 0; order < 3; ++order) {
+    MatMulGraph mg;
+    ir::Value* a = mg.g.add_node("Add", "add_b", {mg.y, mg.bias()}, {"a"})->output(0);
+    mg.g.add_output(erf_gelu(mg.g, a, order, "g_"));
+    Outcome o = run_both(mg.g, {random_tensor(DType::Float32, {2, 5, 64}, 23)});
+    expect_close(o, 1e-5, 2e-5);
+    ASSERT_EQ(o.groups.size(), 1u) << order;
+    EXPECT_EQ(members(o, 0).size(), 7u) << order;  // mm, add_b and the five GELU nodes
+    EXPECT_EQ(members(o, 0)[0], "mm");
+  }
+}
+
+TEST(CpuFusion, MatMulScaleAndBiasOrder) {
+  // Relu(MatMul / 8 + bias): alpha applies to the product only.
+  MatMulGraph mg;
+  ir::Value* s = mg.g.add_node("Div", "div", {mg.y, scalar(mg.g, "eight", 8.0)}, {"s"})->output(0);
+  ir::Value* a = mg.g.add_node("Add", "add_b", {s, mg.bias()}, {"a"})->output(0);
+  ir::Value* y = mg.g.add_node("Relu", "relu", {a}, {"y"})->output(0);
+  mg.g.add_output(y);
+  Outcome o = run_both(mg.g, {random_tensor(DType::Float32, {2, 5, 64}, 24)});
+  expect_close(o);
+  EXPECT_EQ(members(o, 0), (std::vector<std::string>{"mm", "div", "add_b", "relu"}));
+}
+
+TEST(CpuFusion, GemmWithActivation) {
+  for (bool with_c : {false, true}) {
+    ir::Graph g("gemm");
+    ir::Value* x = g.add_input("x", tensor_type(DType::Float32, {3, 32}));
+    ir::Value* w = g.add_constant("w", random_tensor(DType::Float32, {16, 32}, 31));
+    std::vector<ir::Value*> ins = {x, w};
+    if (with_c) ins.push_back(g.add_constant("c", random_tensor(DType::Float32, {3, 16}, 32)));
+    ir::Node* gemm = g.add_node("Gemm", "gemm", ins, {"p"});
+    gemm->set_attribute(ir::Attribute::make_int("transB", 1));
+    ir::Value* y = g.add_node("Relu", "relu", {gemm->output(0)}, {"y"})->output(0);
+    g.add_output(y);
+    Outcome o = run_both(g, {random_tensor(DType::Float32, {3, 32}, 33)});
+    expect_close(o);
+    EXPECT_EQ(members(o, 0), (std::vector<std::string>{"gemm", "relu"}));
+  }
+}
+
+TEST(CpuFusion, TanhGeluBecomesOneNode) {
+  // 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))), x^3 as Pow and as Mul(Mul(x, x), x)
+  for (bool pow : {true, false}) {
+    ir::Graph g("tanh_gelu");
+    ir::Value* x = g.add_input("x", tensor_type(DType::Float32, {4, 33}));
+    ir::Value* cube;
+    if (pow) {
+      cube = g.add_node("Pow", "pow", {x, scalar(g, "three", 3.0)}, {"cube"})->output(0);
+    } else {
+      ir::Value* sq = g.add_node("Mul", "sq", {x, x}, {"sq"})->output(0);
+      cube = g.add_node("Mul", "cb", {sq, x}, {"cube"})->output(0);
+    }
+    ir::Value* c = g.add_node("Mul", "c", {scalar(g, "k1", 0.044715), cube}, {"cc"})->output(0);
+    ir::Value* inner = g.add_node("Add", "inner", {x, c}, {"inner"})->output(0);
+    ir::Value* s = g.add_node("Mul", "s", {inner, scalar(g, "k0", 0.7978845608)}, {"s"})->output(0);
+    ir::Value* t = g.add_node("Tanh", "tanh", {s}, {"t"})->output(0);
+    ir::Value* u = g.add_node("Add", "u", {t, scalar(g, "one", 1.0)}, {"u"})->output(0);
+    ir::Value* h = g.add_node("Mul", "h", {x, scalar(g, "half", 0.5)}, {"h"})->output(0);
+    ir::Value* y = g.add_node("Mul", "y", {h, u}, {"y"})->output(0);
+    g.add_output(y);
+    Outcome o = run_both(g, {random_tensor(DType::Float32, {4, 33}, 41)});
+    expect_close(o, 1e-5, 1e-5);
+    ASSERT_EQ(o.groups.size(), 1u);
+    EXPECT_EQ(members(o, 0).size(), pow ? 8u : 9u);
+  }
+}
+
+TEST(CpuFusion, GeluPatternsThatMustNotFire) {
+  {
+    // 0.6 instead of 0.5: not a GELU.
+    ir::Graph g("not_gelu");
+    ir::Value* x = g.add_input("x", tensor_type(DType::Float32, {4, 8}));
+    ir::Value* d = g.add_node("Div", "div", {x, scalar(g, "s2", std::sqrt(2.0))}, {"d"})->output(0);
+    ir::Value* e = g.add_node("Erf", "erf", {d}, {"e"})->output(0);
+    ir::Value* u = g.add_node("Add", "add1", {e, scalar(g, "one", 1.0)}, {"u"})->output(0);
+    ir::Value* m = g.add_node("Mul", "mx", {x, u}, {"m"})->output(0);
+    ir::Value* y = g.add_node("Mul", "mh", {m, scalar(g, "half", 0.6)}, {"y"})->output(0);
+    g.add_output(y);
+    Outcome o = run_both(g, {random_tensor(DType::Float32, {4, 8}, 51)});
+    expect_close(o);
+    EXPECT_TRUE(o.groups.empty());
+  }
+  {
+    // The Erf's result is also read elsewhere (a graph output).
+    ir::Graph g("shared");
+    ir::Value* x = g.add_input("x", tensor_type(DType::Float32, {4, 8}));
+    ir::Value* y = erf_gelu(g, x, 0, "g_");
+    g.add_output(y);
+    g.add_output(g.find_node("g_erf")->output(0));
+    Outcome o = run_both(g, {random_tensor(DType::Float32, {4, 8}, 52)});
+    expect_close(o);
+    EXPECT_TRUE(o.groups.empty());
+  }
+  {
+    // A 0.5 of shape [1, 1, 8] widens x[4, 8]: the pattern must not fire.
+    ir::Graph g("widening");
+    ir::Value* x = g.add_input("x", tensor_type(DType::Float32, {4, 8}));
+    ir::Value* d = g.add_node("Div", "div", {x, scalar(g, "s2", std::sqrt(2.0))}, {"d"})->output(0);
+    ir::Value* e = g.add_node("Erf", "erf", {d}, {"e"})->output(0);
+    ir::Value* u = g.add_node("Add", "add1", {e, scalar(g, "one", 1.0)}, {"u"})->output(0);
+    ir::Value* m = g.add_node("Mul", "mx", {x, u}, {"m"})->output(0);
+    ir::Tensor half(DType::Float32, {1, 1, 1});
+    half.data<float>()[0] = 0.5f;
+    ir::Value* y = g.add_node("Mul", "mh", {m, g.add_constant("half", half)}, {"y"})->output(0);
+    g.add_output(y);
+    Outcome o = run_both(g, {random_tensor(DType::Float32, {4, 8}, 53)});
+    expect_close(o);
+    EXPECT_TRUE(o.groups.empty());
+  }
+}
+
+TEST(CpuFusion, TheReportNamesEachFusedNodesMembers) {
+  auto g = std::make_unique<ir::Graph>("report");
+  ir::Value* x = g->add_input("x", tensor_type(DType::Float32, {1, 4, 9, 9}));
+  ir::Value* w = g->add_constant("w", random_tensor(DType::Float32, {4, 4, 3, 3}, 61));
+  ir::Node* conv = g->add_node("Conv", "conv", {x, w}, {"c"});
+  conv->set_attribute(ir::Attribute::make_ints("pads", {1, 1, 1, 1}));
+  ir::Value* y = g->add_node("Relu", "relu", {conv->output(0)}, {"y"})->output(0);
+  g->add_output(y);
+  Options options;
+  options.device = "cpu";
+  Executable exe = Model::from_graph(std::move(g)).compile(options);
+  nlohmann::json report = nlohmann::json::parse(exe.explain("json"));
+  ASSERT_EQ(report["fusions"].size(), 1u) << report.dump(1);
+  EXPECT_EQ(report["fusions"][0]["nodes"], nlohmann::json::array({"conv", "relu"}));
+  EXPECT_EQ(report["fusions"][0]["device"], "cpu");
+  EXPECT_FALSE(report["nodes"][0].contains("fused_into"));
+  EXPECT_EQ(report["nodes"][1]["fused_into"], "conv");
+  std::string text = exe.explain("text");
+  EXPECT_NE(text.find("conv + relu (cpu, partition 0)"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace switchyard::testing
