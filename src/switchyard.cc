@@ -85,6 +85,7 @@ std::vector<std::shared_ptr<const backends::Backend>> make_devices(const Options
   backends::PluginConfig config;
   config.precision = o.precision;
   config.graphs = o.cuda_graphs;
+  config.fusion = o.fusion;
   uint64_t cpu_run_limit = 0;
   for (const auto& limit : o.memory_limits) {
     auto [device, bytes] = placement::parse_memory_limit(limit);
@@ -92,12 +93,15 @@ std::vector<std::shared_ptr<const backends::Backend>> make_devices(const Options
     if (device == "cpu") cpu_run_limit = bytes;
     config.memory_limits[device] = bytes;
   }
-  devices.push_back(std::make_shared<cpu::CpuBackend>(cpu_run_limit));
+  devices.push_back(std::make_shared<cpu::CpuBackend>(cpu_run_limit, o.fusion));
   for (auto& gpu : plugins::create_cuda_backends(config)) devices.push_back(std::move(gpu));
   std::vector<std::shared_ptr<backends::Backend>> sims =
       o.sim_config.empty() ? sim::create_sim_backends(o.sim_devices)
                            : sim::create_sim_backends(sim::parse_sim_config(o.sim_config));
-  for (auto& s : sims) devices.push_back(std::move(s));
+  for (auto& s : sims) {
+    static_cast<sim::SimBackend&>(*s).set_fusion(o.fusion);
+    devices.push_back(std::move(s));
+  }
   return devices;
 }
 

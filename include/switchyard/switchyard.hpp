@@ -65,6 +65,10 @@ struct Options {
   std::string precision = "fp32";
   /// Capture static-shape GPU partitions as CUDA graphs and replay them.
   bool cuda_graphs = true;
+  /// Fuse inside each partition after placement (Conv / MatMul / Gemm with their bias,
+  /// residual and activation; GELU patterns; CUDA elementwise chains). Off: every node runs
+  /// its own kernel (for comparing numerics or measuring what fusion buys).
+  bool fusion = true;
 };
 
 /// A backend built as a plugin (the CUDA backend) and whether it loaded.

@@ -22,6 +22,8 @@ struct PluginConfig {
   std::map<std::string, uint64_t> memory_limits;
   /// Capture static-shape partitions as CUDA graphs and replay them.
   bool graphs = true;
+  /// Fuse inside partitions (backends/fusion/fusion.h and the CUDA elementwise chains).
+  bool fusion = true;
 };
 
 /// Bump when the struct or the seam headers change incompatibly.

@@ -17,6 +17,8 @@ void add_placement_options(CLI::App* cmd, Options& o) {
                   "GPU arithmetic: fp32 (default) | tf32 | fp16 | bf16");
   cmd->add_flag("!--no-cuda-graphs", o.cuda_graphs,
                 "run GPU partitions kernel by kernel instead of replaying CUDA graphs");
+  cmd->add_flag("!--no-fusion", o.fusion,
+                "run every node as its own kernel (no fusion inside partitions)");
   cmd->add_option("--sim", o.sim_devices, "declare N simulated accelerators (sim:0..N-1)");
   cmd->add_option("--sim-config", o.sim_config, "JSON file declaring simulated accelerators");
 }

@@ -38,7 +38,8 @@ class FusedPartition : public backends::CompiledPartition {
 
 }  // namespace
 
-CpuBackend::CpuBackend(uint64_t run_memory_limit) : run_memory_limit_(run_memory_limit) {
+CpuBackend::CpuBackend(uint64_t run_memory_limit, bool fusion)
+    : run_memory_limit_(run_memory_limit), fusion_(fusion) {
   info_.id = "cpu";
   info_.kind = "cpu";
   info_.name = "host CPU";
@@ -55,13 +56,13 @@ backends::Support CpuBackend::supports(const ir::Node& node) const {
 
 std::unique_ptr<backends::CompiledPartition> CpuBackend::compile(
     const backends::Partition& partition) const {
-  return compile_fused_partition(partition);
+  return compile_fused_partition(partition, fusion_);
 }
 
 std::unique_ptr<backends::CompiledPartition> compile_fused_partition(
-    const backends::Partition& partition) {
+    const backends::Partition& partition, bool fusion) {
   // Bodies of If / Loop / Scan read outer values by pointer: such partitions run as placed.
-  if (backends::has_graph_bodies(partition))
+  if (!fusion || backends::has_graph_bodies(partition))
     return backends::compile_program_partition(partition, cpu_kernels());
   return std::make_unique<FusedPartition>(partition, cpu_kernels());
 }

@@ -9,7 +9,8 @@ class CpuBackend : public backends::Backend {
  public:
   /// `run_memory_limit` (bytes, 0 = none) caps what one run may hold in this device's pool
   /// (--memory-limit cpu=BYTES): past it, allocations throw OutOfMemory.
-  explicit CpuBackend(uint64_t run_memory_limit = 0);
+  /// `fusion` (Options::fusion): fuse inside partitions (compile_fused_partition).
+  explicit CpuBackend(uint64_t run_memory_limit = 0, bool fusion = true);
   const backends::DeviceInfo& device() const override { return info_; }
   backends::Support supports(const ir::Node& node) const override;
   std::unique_ptr<backends::CompiledPartition> compile(
@@ -22,12 +23,14 @@ class CpuBackend : public backends::Backend {
  private:
   backends::DeviceInfo info_;
   uint64_t run_memory_limit_ = 0;
+  bool fusion_ = true;
 };
 
 /// A partition run by the cpu kernels after the shared fusions (backends/fusion/fusion.h): what
 /// the cpu compiles, and the simulated devices too, so that a model gives the same bits
 /// wherever placement puts a whole fusion group.
+/// With `fusion` false, the partition's nodes run one kernel each (--no-fusion).
 std::unique_ptr<backends::CompiledPartition> compile_fused_partition(
-    const backends::Partition& partition);
+    const backends::Partition& partition, bool fusion = true);
 
 }  // namespace switchyard::cpu

@@ -8,7 +8,10 @@
 namespace switchyard::cuda {
 
 CudaBackend::CudaBackend(int index, const backends::PluginConfig& config)
-    : index_(index), precision_(parse_precision(config.precision)), graphs_(config.graphs) {
+    : index_(index),
+      precision_(parse_precision(config.precision)),
+      graphs_(config.graphs),
+      fusion_(config.fusion) {
   info_.id = "cuda:" + std::to_string(index);
   allocator_ = std::make_shared<DeviceAllocator>(index, 0);
   if (device_lost(index)) {

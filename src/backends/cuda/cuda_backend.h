@@ -37,6 +37,7 @@ class CudaBackend : public backends::Backend {
   int index() const { return index_; }
   Precision precision() const { return precision_; }
   bool graphs_enabled() const { return graphs_; }
+  bool fusion_enabled() const { return fusion_; }
   const std::shared_ptr<DeviceAllocator>& allocator() const { return allocator_; }
   /// Records the precision a compiled node runs at (precision_of reads it).
   void record_precision(const ir::Node* node, std::string precision) const;
@@ -45,6 +46,7 @@ class CudaBackend : public backends::Backend {
   int index_;
   Precision precision_;
   bool graphs_;
+  bool fusion_;
   backends::DeviceInfo info_;
   std::shared_ptr<DeviceAllocator> allocator_;
   mutable std::mutex precision_mutex_;

@@ -113,10 +113,12 @@ class CudaPartition : public backends::CompiledPartition {
     use_device(backend.index());
     std::map<const ir::Node*, const ir::Node*> origin;
     graph_ = backends::clone_partition(p, origin);
-    fusions_ = backends::fuse_conv_epilogues(*graph_);
-    for (backends::FusionGroup& g : backends::fuse_matmul_epilogues(*graph_))
-      fusions_.push_back(std::move(g));
-    fuse_elementwise_chains(*graph_);
+    if (backend.fusion_enabled()) {
+      fusions_ = backends::fuse_conv_epilogues(*graph_);
+      for (backends::FusionGroup& g : backends::fuse_matmul_epilogues(*graph_))
+        fusions_.push_back(std::move(g));
+      fuse_elementwise_chains(*graph_);
+    }
     std::map<const ir::Node*, std::string> precision;
     Precision prec = backend.precision();
     if (prec == Precision::Fp16 || prec == Precision::Bf16)

@@ -18,7 +18,9 @@ constexpr int kSimMemorySpaceBase = 1000;
 class SimPartition : public backends::CompiledPartition {
  public:
   SimPartition(const backends::Partition& p, const SimBackend& backend)
-      : program_(cpu::compile_fused_partition(p)), backend_(backend), inputs_(p.inputs) {}
+      : program_(cpu::compile_fused_partition(p, backend.fusion())),
+        backend_(backend),
+        inputs_(p.inputs) {}
 
   std::vector<ir::Datum> run(std::vector<ir::Datum> inputs,
                              backends::RunState& state) const override {

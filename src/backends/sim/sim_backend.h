@@ -51,12 +51,16 @@ class SimBackend : public backends::Backend {
   const backends::KernelRegistry* host_kernels() const override;
   bool runs_shape_steps_inline() const override { return config_.shape_steps_inline; }
   const SimDeviceConfig& config() const { return config_; }
+  /// Options::fusion: fuse inside partitions as the cpu does (on by default).
+  void set_fusion(bool fusion) { fusion_ = fusion; }
+  bool fusion() const { return fusion_; }
 
  private:
   bool op_allowed(const std::string& op) const;
   int index_;
   SimDeviceConfig config_;
   backends::DeviceInfo info_;
+  bool fusion_ = true;
 };
 
 /// `count` devices that run every op (--sim N).

@@ -358,5 +358,34 @@ TEST(CpuFusion, TheReportNamesEachFusedNodesMembers) {
   EXPECT_NE(text.find("conv + relu (cpu, partition 0)"), std::string::npos) << text;
 }
 
+TEST(CpuFusion, NoFusionRunsEveryNodeAsItsOwnKernel) {
+  auto make = [] {
+    auto g = std::make_unique<ir::Graph>("no_fusion");
+    ir::Value* x = g->add_input("x", tensor_type(DType::Float32, {1, 4, 9, 9}));
+    ir::Value* w = g->add_constant("w", random_tensor(DType::Float32, {4, 4, 3, 3}, 61));
+    ir::Value* c = g->add_node("Conv", "conv", {x, w}, {"c"})->output(0);
+    g->add_output(g->add_node("Sigmoid", "sig", {c}, {"y"})->output(0));
+    return g;
+  };
+  for (const char* device : {"cpu", "sim:0"}) {
+    Options options;
+    options.device = device;
+    options.sim_devices = 1;
+    options.fusion = false;
+    Executable exe = Model::from_graph(make()).compile(options);
+    nlohmann::json report = nlohmann::json::parse(exe.explain("json"));
+    EXPECT_TRUE(report["fusions"].empty()) << device;
+    options.fusion = true;
+    Executable fused = Model::from_graph(make()).compile(options);
+    EXPECT_EQ(nlohmann::json::parse(fused.explain("json"))["fusions"].size(), 1u) << device;
+    Tensor x = random_tensor(DType::Float32, {1, 4, 9, 9}, 62);
+    Tensor a = exe.run({{"x", x}}).at("y"), b = fused.run({{"x", x}}).at("y");
+    const float* pa = a.data<float>();
+    const float* pb = b.data<float>();
+    ASSERT_EQ(a.shape(), b.shape());
+    for (int64_t i = 0; i < a.numel(); ++i) EXPECT_NEAR(pa[i], pb[i], 1e-6) << device << " " << i;
+  }
+}
+
 }  // namespace
 }  // namespace switchyard::testing
