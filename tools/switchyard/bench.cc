@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <exception>
+#include <latch>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -58,15 +59,44 @@ struct TimedPhase {
   int running = 0;
   std::atomic<bool> stop{false};  // set on the first failure; cancels the other threads' runs
   size_t peak_bytes = 0;
+  // Every run happens on the workers, so each thread's OpenMP team is the one that also did its
+  // warmup (a team left idle on another thread competes for the cores): worker 0 makes the first
+  // run, then every worker warms up, then all start the timed phase together.
+  double first_run_ms = 0;
+  std::latch first_done{1};
+  std::unique_ptr<std::latch> warmed;  // concurrency workers + the main thread
+  std::latch go{1};
+  Clock::time_point end;  // --duration: set by the main thread before `go`
 };
 
 void run_worker(const runtime::Executable& impl, const std::vector<ir::Datum>& inputs,
-                const runtime::RunControl& base_control, int runs, Clock::time_point end,
+                const runtime::RunControl& base_control, int index, int warmup, int runs,
                 bool until_end, TimedPhase& phase) {
   runtime::RunControl control = base_control;
   control.cancel_flag = &phase.stop;
   runtime::RunStats stats;
+  bool arrived = false;
   try {
+    if (index == 0) {
+      auto start = Clock::now();
+      try {
+        impl.run(inputs, &stats, nullptr, &control);
+      } catch (...) {
+        phase.first_done.count_down();
+        throw;
+      }
+      phase.first_run_ms = ms_between(start, Clock::now());
+      phase.peak_bytes = stats.peak_bytes;
+      phase.first_done.count_down();
+    } else {
+      phase.first_done.wait();
+    }
+    for (int i = 0; i < warmup && !phase.stop.load(); ++i)
+      impl.run(inputs, nullptr, nullptr, &control);
+    arrived = true;
+    phase.warmed->arrive_and_wait();
+    phase.go.wait();
+    const Clock::time_point end = phase.end;
     for (int k = 0; until_end || k < runs; ++k) {
       if (phase.stop.load()) break;
       if (until_end && k > 0 && Clock::now() >= end) break;
@@ -78,10 +108,13 @@ void run_worker(const runtime::Executable& impl, const std::vector<ir::Datum>& i
       phase.peak_bytes = std::max(phase.peak_bytes, stats.peak_bytes);
     }
   } catch (...) {
-    std::lock_guard<std::mutex> lock(phase.mutex);
-    // Later failures are usually the Cancelled that the first one caused.
-    if (!phase.first_error) phase.first_error = std::current_exception();
-    phase.stop = true;
+    {
+      std::lock_guard<std::mutex> lock(phase.mutex);
+      // Later failures are usually the Cancelled that the first one caused.
+      if (!phase.first_error) phase.first_error = std::current_exception();
+      phase.stop = true;
+    }
+    if (!arrived) phase.warmed->count_down();  // the others and the main thread go on
   }
   std::lock_guard<std::mutex> lock(phase.mutex);
   --phase.running;
@@ -117,32 +150,33 @@ int bench_command(const BenchArgs& args) {
   const runtime::Executable& impl = exe.internal();
   std::vector<ir::Datum> inputs = resolve_input_options(args.inputs, impl.graph()).values;
 
-  runtime::RunStats first_stats;
-  auto first_start = Clock::now();
-  impl.run(inputs, &first_stats, nullptr, &control);
-  double first_run_ms = ms_between(first_start, Clock::now());
-  for (int i = 0; i < args.warmup; ++i) impl.run(inputs, nullptr, nullptr, &control);
-
   TimedPhase phase;
-  phase.peak_bytes = first_stats.peak_bytes;
   phase.running = args.concurrency;
-  auto phase_start = Clock::now();
-  auto phase_end = phase_start + std::chrono::duration_cast<Clock::duration>(
-                                     std::chrono::duration<double>(args.duration_s));
+  phase.warmed = std::make_unique<std::latch>(args.concurrency + 1);
   std::vector<std::thread> workers;
   try {
     for (int t = 0; t < args.concurrency; ++t) {
       // --iterations is the total: split as evenly as possible, the first threads one more.
       int runs = args.iterations / args.concurrency + (t < args.iterations % args.concurrency);
-      workers.emplace_back(run_worker, std::cref(impl), std::cref(inputs), std::cref(control), runs,
-                           phase_end, args.duration_given, std::ref(phase));
+      workers.emplace_back(run_worker, std::cref(impl), std::cref(inputs), std::cref(control), t,
+                           args.warmup, runs, args.duration_given, std::ref(phase));
     }
   } catch (...) {
-    // A thread that could not start: stop and join those that did before reporting it.
+    // A thread that could not start: stop and release those that did before reporting it.
     phase.stop = true;
+    phase.first_done.count_down();
+    for (size_t i = workers.size(); i < static_cast<size_t>(args.concurrency) + 1; ++i)
+      phase.warmed->count_down();
+    phase.go.count_down();
     for (auto& w : workers) w.join();
     throw;
   }
+  phase.warmed->arrive_and_wait();
+  auto phase_start = Clock::now();
+  phase.end = phase_start + std::chrono::duration_cast<Clock::duration>(
+                                std::chrono::duration<double>(args.duration_s));
+  phase.go.count_down();
+  const double first_run_ms = phase.first_run_ms;
   // The main thread waits, drawing a progress line on a terminal once the phase passes 2 s.
   bool progress = !args.json && isatty(STDERR_FILENO) == 1;
   bool progress_drawn = false;

@@ -297,6 +297,67 @@ TEST(ConvIntegerKernel, MatchesReference) {
   }
 }
 
+// Constant weights take the exact float32 path (input channels in chunks whose sums stay below
+// 2^24): the same integers as the reference, including the extreme values that force the
+// smallest chunks, grouped and 1x1 convolutions, and batch 2.
+TEST(ConvIntegerKernel, ConstantWeightsAreExactInEveryChunking) {
+  struct Q {
+    ConvCase c;
+    DType xt, wt;
+    double xzp, wzp;
+    bool extreme;  // x and w at the ends of their ranges: the largest possible sums
+  };
+  const std::vector<Q> cases = {
+      {{{1, 64, 9, 8}, {16, 64, 3, 3}, 1, {1, 1}, {}, {1, 1, 1, 1}},
+       DType::UInt8,
+       DType::Int8,
+       0,
+       127,
+       true},
+      {{{2, 64, 7, 7}, {8, 64, 3, 3}, 1, {2, 2}, {}, {1, 0, 1, 0}},
+       DType::UInt8,
+       DType::UInt8,
+       128,
+       128,
+       false},
+      {{{1, 300, 5, 5}, {12, 300, 1, 1}, 1}, DType::Int8, DType::Int8, -3, 0, false},
+      {{{1, 300, 5, 5}, {12, 300, 1, 1}, 1}, DType::UInt8, DType::Int8, 255, -128, true},
+      {{{1, 16, 8, 8}, {16, 1, 3, 3}, 16, {1, 1}, {2, 2}, {2, 2, 2, 2}},
+       DType::UInt8,
+       DType::Int8,
+       7,
+       0,
+       false},
+  };
+  uint64_t seed = 40;
+  for (const Q& q : cases) {
+    SCOPED_TRACE(ir::shape_to_string(q.c.x) + " w " + ir::shape_to_string(q.c.w));
+    ConvCase c = q.c;
+    c.bias = false;
+    auto range = [](DType t) {
+      return t == DType::UInt8 ? std::pair<double, double>{0, 256}
+                               : std::pair<double, double>{-128, 128};
+    };
+    ir::Tensor x = random_tensor(q.xt, c.x, seed++, range(q.xt).first, range(q.xt).second);
+    ir::Tensor w = random_tensor(q.wt, c.w, seed++, range(q.wt).first, range(q.wt).second);
+    if (q.extreme) {
+      x = testing::tensor_of(q.xt, c.x,
+                             std::vector<double>(x.numel(), q.xt == DType::UInt8 ? 255 : -128));
+      w = testing::tensor_of(q.wt, c.w,
+                             std::vector<double>(w.numel(), q.wt == DType::UInt8 ? 0 : -128));
+    }
+    ir::Tensor xzp = testing::tensor_of(q.xt, {}, {q.xzp});
+    ir::Tensor wzp = testing::tensor_of(q.wt, {}, {q.wzp});
+    std::vector<double> xd = to_doubles(x), wd = to_doubles(w);
+    for (double& v : xd) v -= q.xzp;
+    for (double& v : wd) v -= q.wzp;
+    auto [shape, expected] = reference_conv(c, xd, wd, nullptr);
+    ir::Tensor y = run_op1(
+        make_case("ConvInteger", {x, w, xzp, wzp}, conv_attrs(c), 1, {false, true, false, true}));
+    EXPECT_TENSOR_NEAR(y, testing::tensor_of(DType::Int32, shape, expected), 0, 0);
+  }
+}
+
 TEST(QLinearConvKernel, MatchesReference) {
   ConvCase c{{1, 3, 7, 6}, {4, 3, 3, 3}, 1, {1, 2}, {}, {1, 1, 1, 1}};
   ir::Tensor x = random_tensor(DType::UInt8, c.x, 8, 0, 256);

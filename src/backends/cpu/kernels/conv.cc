@@ -64,8 +64,6 @@ std::vector<int64_t> conv_input_offsets(const ConvDims& d) {
   });
 }
 
-namespace {
-
 // The pieces of a oneDNN convolution or deconvolution prepared for one shape signature.
 struct DnnlConvPlan {
   dnnl::primitive primitive;
@@ -77,6 +75,8 @@ struct DnnlConvPlan {
   dnnl::memory::desc weights_md;                // the layout the primitive wants
   dnnl::memory packed_weights;                  // weights_md copy of constant weights (else empty)
 };
+
+namespace {
 
 // The output must be able to exist before any oneDNN plan is sized by it (oneDNN divides by
 // sizes that wrap for absurd shapes). Its work (out x kernel x in-channels) must fit int64 too.
@@ -322,6 +322,43 @@ class ConvKernel : public ConvFamilyKernel {
     return plan;
   }
 };
+
+}  // namespace
+
+std::shared_ptr<const F32Conv> F32Conv::make(const ConvDims& d, ir::Tensor weights) {
+  std::vector<int64_t> wdims = weights.shape();
+  if (d.group > 1) {
+    wdims[0] = d.group;
+    wdims.insert(wdims.begin() + 1, d.out_channels / d.group);
+  }
+  std::vector<int64_t> x_shape = {d.batch, d.in_channels};
+  x_shape.insert(x_shape.end(), d.in.begin(), d.in.end());
+  try {
+    DnnlConvArgs a = dnnl_conv_args(d, x_shape, wdims, false);
+    auto any_of = [](const dnnl::memory::desc& md) {
+      return dnnl::memory::desc(md.dims(), md.data_type(), dnnl::memory::format_tag::any);
+    };
+    bool blocked = d.kernel_size() > 1;
+    dnnl::convolution_forward::desc desc(
+        dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+        blocked ? any_of(a.src) : a.src, a.weights_any, a.bias, blocked ? any_of(a.dst) : a.dst,
+        a.strides, a.dilations, a.pad_begin, a.pad_end);
+    dnnl::convolution_forward::primitive_desc pd(desc, user_scratchpad_attr(), dnnl_engine());
+    auto conv = std::make_shared<F32Conv>();
+    conv->plan_ = finish_plan<dnnl::convolution_forward>(
+        pd, a.src, a.dst, plain_desc(wdims, dnnl::memory::data_type::f32), weights, true);
+    conv->weights_ = std::move(weights);
+    return conv;
+  } catch (const dnnl::error&) {
+    return nullptr;
+  }
+}
+
+void F32Conv::run(backends::KernelContext& ctx, const ir::Tensor& x, ir::Tensor& y) const {
+  run_dnnl_plan(ctx, *plan_, x, weights_, nullptr, nullptr, y);
+}
+
+namespace {
 
 class ConvTransposeKernel : public ConvFamilyKernel {
  public:

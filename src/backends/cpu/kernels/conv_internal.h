@@ -2,6 +2,7 @@
 // plain direct-loop convolution used for the dtypes and cases oneDNN does not cover.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "backends/cpu/kernels/common.h"
@@ -51,6 +52,23 @@ void direct_conv(const ConvDims& d, int threads, LoadX load_x, LoadW load_w, Fin
     }
   });
 }
+
+struct DnnlConvPlan;
+
+/// A float32 forward convolution through oneDNN for one call's dims and constant float32
+/// weights (conv.cc), for kernels that compute something else through it: the exact 8-bit
+/// convolutions of conv_quant.cc.
+class F32Conv {
+ public:
+  /// nullptr when oneDNN declines the shape.
+  static std::shared_ptr<const F32Conv> make(const ConvDims& d, ir::Tensor weights);
+  /// y [N, M, out...] = conv(x [N, C, in...]) (both float32, plain).
+  void run(backends::KernelContext& ctx, const ir::Tensor& x, ir::Tensor& y) const;
+
+ private:
+  std::shared_ptr<DnnlConvPlan> plan_;
+  ir::Tensor weights_;
+};
 
 /// Conv-family kernels that live in conv_quant.cc (ConvInteger, QLinearConv).
 void register_conv_quant_kernels(backends::KernelRegistry& r);

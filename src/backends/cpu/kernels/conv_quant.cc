@@ -1,6 +1,10 @@
 // Quantized convolutions: ConvInteger (int32 result) and QLinearConv (requantized result), as
 // direct loops over zero-point-shifted int32 values.
+#include <cstdlib>
 #include <limits>
+
+#include "backends/cpu/kernels/dnnl_util.h"
+#include "ir/checked_math.h"
 
 #include "backends/cpu/kernels/conv_internal.h"
 
@@ -83,29 +87,138 @@ void shifted_conv(const ConvDims& d, int threads, const std::vector<int32_t>& xs
       [&](int64_t i) { return ws[static_cast<size_t>(i)]; }, finish);
 }
 
+// ConvInteger's fast path: float32 oneDNN convolutions that are exact. x - x_zero_point and
+// w - w_zero_point are integers of magnitude at most 255, so every product is an integer below
+// 2^16 and every partial sum of a convolution whose terms add up (in magnitude) to less than
+// 2^24 is exact in float32, in whatever order oneDNN adds them. The input channels are split
+// into chunks small enough for that bound (from the largest |w - w_zero_point| of the constant
+// weights and 255 for the input); each chunk is one float convolution, and the chunks' integer
+// results add up in int32. Far faster than the int32 loop (oneDNN's own int8 kernels are not
+// exact on machines without VNNI: vpmaddubsw saturates).
+struct ExactConvPlan {
+  ConvDims dims;
+  struct Chunk {
+    int64_t c0 = 0, channels = 0;  // input channels [c0, c0 + channels)
+    std::shared_ptr<const F32Conv> conv;
+  };
+  std::vector<Chunk> chunks;  // empty: the int32 loop runs
+};
+
+// A float32 tensor in the run's scratch memory (counted against --memory-limit).
+ir::Tensor scratch_tensor(backends::KernelContext& ctx, const std::vector<int64_t>& shape) {
+  size_t bytes = ir::checked_nbytes(DType::Float32, ir::checked_product(shape, "scratch"));
+  std::shared_ptr<void> storage = ctx.scratch(bytes);
+  void* data = storage.get();
+  return ir::Tensor::wrap(DType::Float32, shape, std::move(storage), data);
+}
+
 class ConvIntegerKernel : public backends::Kernel {
  public:
-  explicit ConvIntegerKernel(const backends::KernelInit& init) : group_(read_group(init.node)) {}
+  explicit ConvIntegerKernel(const backends::KernelInit& init)
+      : group_(read_group(init.node)),
+        constant_weights_(input_is_constant(init.node, 1) &&
+                          (init.node.num_inputs() < 4 || !init.node.input(3) ||
+                           input_is_constant(init.node, 3))) {}
 
   void run(backends::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
     const ir::Tensor& w = ctx.input(1);
-    ConvDims d = forward_conv_dims(ctx, x, w, group_);
+    const ir::Tensor* x_zp = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+    const ir::Tensor* w_zp = ctx.has_input(3) ? &ctx.input(3) : nullptr;
+    std::vector<int64_t> key = x.shape();
+    key.insert(key.end(), w.shape().begin(), w.shape().end());
+    OmpThreadScope threads(ctx.num_threads());
+    auto plan = cache_.get(key, [&] { return make_plan(ctx, x, w, w_zp); });
+    const ConvDims& d = plan->dims;
     ir::Tensor& y = ctx.allocate_output(0, DType::Int32, d.out_shape());
     if (y.numel() == 0) return;
-    std::vector<int32_t> xs =
-        shifted_input(ctx, x, ctx.has_input(2) ? &ctx.input(2) : nullptr, "x_zero_point");
-    std::vector<int32_t> ws =
-        shifted_weights(ctx, w, ctx.has_input(3) ? &ctx.input(3) : nullptr, "w_zero_point");
+    std::vector<int32_t> xs = shifted_input(ctx, x, x_zp, "x_zero_point");
     int32_t* yp = y.data<int32_t>();
-    int64_t out_size = d.out_size();
-    shifted_conv(d, ctx.num_threads(), xs, ws, [&](int64_t n, int64_t m, int64_t p, int32_t acc) {
-      yp[(n * d.out_channels + m) * out_size + p] = acc;
-    });
+    if (plan->chunks.empty()) {
+      std::vector<int32_t> ws = shifted_weights(ctx, w, w_zp, "w_zero_point");
+      int64_t out_size = d.out_size();
+      shifted_conv(d, ctx.num_threads(), xs, ws, [&](int64_t n, int64_t m, int64_t p, int32_t acc) {
+        yp[(n * d.out_channels + m) * out_size + p] = acc;
+      });
+      return;
+    }
+    const int64_t in_size = d.in_size(), out_numel = y.numel();
+    for (size_t ci = 0; ci < plan->chunks.size(); ++ci) {
+      const ExactConvPlan::Chunk& chunk = plan->chunks[ci];
+      // A grouped convolution is one chunk over every input channel.
+      const int64_t channels = d.group > 1 ? d.in_channels : chunk.channels;
+      std::vector<int64_t> x_shape = {d.batch, channels};
+      x_shape.insert(x_shape.end(), d.in.begin(), d.in.end());
+      ir::Tensor xf = scratch_tensor(ctx, x_shape);
+      float* xp = xf.data<float>();
+      parallel_for(d.batch * channels, 16, ctx.num_threads(), [&](int64_t b, int64_t e) {
+        for (int64_t nc = b; nc < e; ++nc) {
+          int64_t n = nc / channels, c = nc % channels;
+          const int32_t* src = xs.data() + (n * d.in_channels + chunk.c0 + c) * in_size;
+          float* dst = xp + nc * in_size;
+          for (int64_t i = 0; i < in_size; ++i) dst[i] = static_cast<float>(src[i]);
+        }
+      });
+      ir::Tensor yf = scratch_tensor(ctx, y.shape());
+      chunk.conv->run(ctx, xf, yf);
+      const float* fp = yf.data<float>();
+      parallel_for(out_numel, 65536, ctx.num_threads(), [&](int64_t b, int64_t e) {
+        if (ci == 0) {
+          for (int64_t i = b; i < e; ++i) yp[i] = static_cast<int32_t>(fp[i]);
+        } else {
+          for (int64_t i = b; i < e; ++i) yp[i] += static_cast<int32_t>(fp[i]);
+        }
+      });
+    }
   }
 
  private:
+  std::shared_ptr<const ExactConvPlan> make_plan(const backends::KernelContext& ctx,
+                                                 const ir::Tensor& x, const ir::Tensor& w,
+                                                 const ir::Tensor* w_zp) const {
+    auto plan = std::make_shared<ExactConvPlan>();
+    plan->dims = forward_conv_dims(ctx, x, w, group_);
+    const ConvDims& d = plan->dims;
+    if (!constant_weights_ || d.in.size() > 3 || x.numel() == 0 || w.numel() == 0) return plan;
+    std::vector<int32_t> ws = shifted_weights(ctx, w, w_zp, "w_zero_point");
+    int32_t max_w = 1;
+    for (int32_t v : ws) max_w = std::max(max_w, std::abs(v));
+    // Terms per output (per chunk) whose magnitudes sum below 2^24, at most.
+    const int64_t max_terms = ((int64_t{1} << 24) - 1) / (int64_t{255} * max_w);
+    const int64_t ksize = d.kernel_size(), cg = d.in_channels / d.group;
+    if (ksize > max_terms) return plan;
+    int64_t per_chunk = std::min(cg, max_terms / ksize);
+    // Grouped convolutions run as one chunk (their groups already keep the sums short).
+    if (d.group > 1 && per_chunk < cg) return plan;
+    const int64_t m_count = d.out_channels;
+    for (int64_t c0 = 0; c0 < cg; c0 += per_chunk) {
+      ExactConvPlan::Chunk chunk;
+      chunk.c0 = c0;
+      chunk.channels = std::min(per_chunk, cg - c0);
+      std::vector<int64_t> wshape = w.shape();
+      wshape[1] = chunk.channels;
+      ir::Tensor wf(DType::Float32, wshape);
+      float* wp = wf.data<float>();
+      for (int64_t m = 0; m < m_count; ++m)
+        for (int64_t c = 0; c < chunk.channels; ++c)
+          for (int64_t k = 0; k < ksize; ++k)
+            wp[(m * chunk.channels + c) * ksize + k] =
+                static_cast<float>(ws[static_cast<size_t>((m * cg + c0 + c) * ksize + k)]);
+      ConvDims cd = d;
+      cd.in_channels = d.group > 1 ? d.in_channels : chunk.channels;
+      chunk.conv = F32Conv::make(cd, std::move(wf));
+      if (!chunk.conv) {
+        plan->chunks.clear();
+        return plan;
+      }
+      plan->chunks.push_back(std::move(chunk));
+    }
+    return plan;
+  }
+
   int64_t group_;
+  bool constant_weights_;  // W (and its zero point): the float weights are made once per shape
+  PlanCache<ExactConvPlan> cache_;
 };
 
 class QLinearConvKernel : public backends::Kernel {

@@ -79,23 +79,45 @@ bool Epilogue::as_post_op() const {
   return act == Act::Gelu || act == Act::Sigmoid || act == Act::Tanh;
 }
 
+namespace {
+
+// The float32 loops, with the bounds as values (not references the stores might alias), so
+// that they vectorize: about 0.1 ns per element instead of several.
+void relu_f32(float* __restrict p, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) p[i] = p[i] < 0.0f ? 0.0f : p[i];
+}
+void clip_f32(float* __restrict p, int64_t n, float lo, float hi) {
+  for (int64_t i = 0; i < n; ++i) {
+    float v = p[i];
+    v = v < lo ? lo : v;
+    p[i] = v > hi ? hi : v;  // NaN compares false both times and stays
+  }
+}
+
+}  // namespace
+
 void Epilogue::apply(const ir::Node& node, ir::Tensor& y, int threads) const {
   if (!active()) return;
   const Act a = act;
+  const float flo = lo, fhi = hi;
+  if (y.dtype() == DType::Float32 && (a == Act::Relu || a == Act::Clip)) {
+    float* p = y.data<float>();
+    parallel_for(y.numel(), 65536, threads, [=](int64_t b, int64_t e) {
+      if (a == Act::Relu) {
+        relu_f32(p + b, e - b);
+      } else {
+        clip_f32(p + b, e - b, flo, fhi);
+      }
+    });
+    return;
+  }
   dispatch(FloatTypes{}, y.dtype(), node, [&](auto tag) {
     using T = decltype(tag);
     using C = compute_t<T>;
     T* p = y.data<T>();
-    const C l = static_cast<C>(lo), h = static_cast<C>(hi);
-    parallel_for(y.numel(), 16384, threads, [&](int64_t b, int64_t e) {
-      if (a == Act::Relu && std::is_same_v<T, float>) {
-        for (int64_t i = b; i < e; ++i) p[i] = p[i] < T(0) ? T(0) : p[i];  // vectorizes
-      } else if (a == Act::Clip && std::is_same_v<T, float>) {
-        for (int64_t i = b; i < e; ++i) p[i] = p[i] < T(l) ? T(l) : (p[i] > T(h) ? T(h) : p[i]);
-      } else {
-        for (int64_t i = b; i < e; ++i)
-          p[i] = convert<T>(activate<C>(a, l, h, static_cast<C>(p[i])));
-      }
+    const C l = static_cast<C>(flo), h = static_cast<C>(fhi);
+    parallel_for(y.numel(), 16384, threads, [=](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) p[i] = convert<T>(activate<C>(a, l, h, static_cast<C>(p[i])));
     });
   });
 }
