@@ -315,5 +315,46 @@ TEST(FuzzRegressions, ErasedLoopBodyLeavesNoUses) {
   EXPECT_EQ(x->uses().size(), 1u) << "only the Identity reads X now";
 }
 
+// fuzz_compile_run, signed overflow in reduce_tensor (and CumSum's split_at): an empty input
+// [2^62, 0, 3, N] has numel 0, so it passes every size check, but the products of its other
+// dims overflow. Empty inputs now return before any product is taken.
+TEST(FuzzRegressions, ReduceOfAnEmptyTensorWithHugeDims) {
+  const int64_t huge = int64_t{1} << 62;
+  {
+    onnx::ModelProto m = make_model(13, {{"x", onnx::TensorProto::FLOAT, {huge, 0, 3, -1}}},
+                                    {{"y", onnx::TensorProto::FLOAT, {}}});
+    add_ints(add_node(m.mutable_graph(), "ReduceMean", {"x"}, {"y"}), "axes", {0, 2, 3});
+    std::map<std::string, Tensor> out = import_compile_run(m);
+    EXPECT_EQ(out.at("y").shape(), (std::vector<int64_t>{1, 0, 1, 1}));
+  }
+  {
+    // A reduction over an empty axis gives the identity over the kept dims.
+    // (opset 13 ReduceSum takes its axes as an input)
+    onnx::ModelProto m = make_model(13, {{"x", onnx::TensorProto::FLOAT, {2, 0, 3}}},
+                                    {{"y", onnx::TensorProto::FLOAT, {}}});
+    onnx::TensorProto* axes = m.mutable_graph()->add_initializer();
+    axes->set_name("axes");
+    axes->set_data_type(onnx::TensorProto::INT64);
+    axes->add_dims(1);
+    axes->add_int64_data(1);
+    add_node(m.mutable_graph(), "ReduceSum", {"x", "axes"}, {"y"});
+    std::map<std::string, Tensor> out = import_compile_run(m);
+    const Tensor& y = out.at("y");
+    ASSERT_EQ(y.shape(), (std::vector<int64_t>{2, 1, 3}));
+    for (int64_t i = 0; i < y.numel(); ++i) EXPECT_EQ(y.data<float>()[i], 0.0f);
+  }
+  {
+    onnx::ModelProto m = make_model(14, {{"x", onnx::TensorProto::FLOAT, {0, huge, 3}}},
+                                    {{"y", onnx::TensorProto::FLOAT, {}}});
+    onnx::TensorProto* axis = m.mutable_graph()->add_initializer();
+    axis->set_name("axis");
+    axis->set_data_type(onnx::TensorProto::INT64);
+    axis->add_int64_data(0);
+    add_node(m.mutable_graph(), "CumSum", {"x", "axis"}, {"y"});
+    std::map<std::string, Tensor> out = import_compile_run(m);
+    EXPECT_EQ(out.at("y").numel(), 0);
+  }
+}
+
 }  // namespace
 }  // namespace switchyard

@@ -1,5 +1,6 @@
 // CPU kernels of the reduce family: Reduce* (axes as an optional input), ArgMax/ArgMin and
 // CumSum. Floats accumulate in float (double for double), integers in 64 bits with wrap-around.
+#include <algorithm>
 #include <limits>
 #include <optional>
 
@@ -206,6 +207,19 @@ void reduce_tensor(const T* in, T* out, const std::vector<int64_t>& shape,
   std::vector<std::pair<int64_t, bool>> dims;
   int64_t out_numel = 1;
   int64_t red_numel = 1;
+  // An empty input may have other dims of any size (their products would overflow): an empty
+  // output gets nothing, an empty reduction gives the identity over the kept dims, whose product
+  // is the output's (already allocated) size.
+  bool kept_zero = false, reduced_zero = false;
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (shape[i] == 0) (reduced[i] ? reduced_zero : kept_zero) = true;
+  if (kept_zero) return;
+  if (reduced_zero) {
+    for (size_t i = 0; i < shape.size(); ++i)
+      if (!reduced[i]) out_numel *= shape[i];
+    std::fill(out, out + out_numel, Op::finish(Op::init(), 0));
+    return;
+  }
   for (size_t i = 0; i < shape.size(); ++i) {
     (reduced[i] ? red_numel : out_numel) *= shape[i];
     if (shape[i] == 1) continue;
@@ -334,8 +348,11 @@ struct AxisSplit {
   int64_t inner = 1;
 };
 
+// An empty shape gives 0 x 0 x 0 (its other dims may be of any size: their product would
+// overflow); callers do nothing for an empty tensor.
 AxisSplit split_at(const std::vector<int64_t>& shape, int64_t axis) {
   AxisSplit s;
+  if (std::find(shape.begin(), shape.end(), int64_t{0}) != shape.end()) return {0, 0, 0};
   for (int64_t i = 0; i < static_cast<int64_t>(shape.size()); ++i) {
     int64_t d = shape[static_cast<size_t>(i)];
     (i < axis ? s.outer : i == axis ? s.len : s.inner) *= d;
