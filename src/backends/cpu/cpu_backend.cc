@@ -22,6 +22,12 @@ class FusedPartition : public backends::CompiledPartition {
     for (auto* pass : {backends::fuse_conv_epilogues, backends::fuse_matmul_epilogues})
       for (backends::FusionGroup& g : pass(*graph_)) groups.push_back(std::move(g));
     fusions_ = backends::merge_fusion_groups(std::move(groups));
+    // oneDNN's convolutions take NHWC activations as they are: a chain of convolutions and the
+    // elementwise nodes between them keeps that layout, with transposes only at its edges
+    // (instead of a reorder to oneDNN's blocked layout and back around every convolution).
+    // Pools stay NCHW (their NaN-exact loops work there).
+    static const backends::ChannelsLastRules kRules{{ir::DType::Float32}, false};
+    backends::apply_channels_last(*graph_, kRules);
     program_ = std::make_unique<backends::GraphProgram>(*graph_, kernels);
   }
   std::vector<ir::Datum> run(std::vector<ir::Datum> inputs,

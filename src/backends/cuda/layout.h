@@ -1,4 +1,5 @@
-// Channels-last activations in a CUDA partition's private graph. cuDNN's tensor-core engines
+// Channels-last activations in a CUDA partition's private graph (the rewrite itself is shared with
+// the cpu: backends/fusion/fusion.h, apply_channels_last). cuDNN's tensor-core engines
 // take NHWC, while ONNX values are NCHW: without this pass every fp16/bf16 convolution
 // transposes its input in and its output back (two extra passes over memory per conv). The
 // pass marks the 2-D convolutions of a 16-bit float type, and the pools, channel Concats and

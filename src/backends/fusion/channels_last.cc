@@ -1,9 +1,9 @@
-// The channels-last rewrite of a CUDA partition (layout.h). One forward walk in topological
-// order: a node joins the channels-last region when its kernel reads "_sy_layout" NHWC and its
-// inputs allow it; each NCHW value it reads gets one NHWC twin (a Transpose, made once and
-// shared), and each value it writes gets a Transpose back under the value's own name, which is
-// dropped again when no NCHW reader remains.
-#include "backends/cuda/layout.h"
+// The channels-last rewrite of a partition's private graph (fusion.h: apply_channels_last). One
+// forward walk in topological order: a node joins the channels-last region when its kernel reads
+// "_sy_layout" NHWC and its inputs allow it; each NCHW value it reads gets one NHWC twin (a
+// Transpose, made once and shared), and each value it writes gets a Transpose back under the
+// value's own name, which is dropped again when no NCHW reader remains.
+#include "backends/fusion/fusion.h"
 
 #include <algorithm>
 #include <map>
@@ -13,7 +13,7 @@
 
 #include "ir/check.h"
 
-namespace switchyard::cuda {
+namespace switchyard::backends {
 
 namespace {
 
@@ -29,12 +29,6 @@ const std::set<std::string> kPools = {"MaxPool",       "AveragePool",       "LpP
                                       "GlobalMaxPool", "GlobalAveragePool", "GlobalLpPool"};
 
 bool is_onnx(const ir::Node& n) { return n.domain().empty() || n.domain() == "ai.onnx"; }
-
-// A 4-D tensor of a 16-bit float type: the data cuDNN's NHWC tensor-core engines take.
-bool is_narrow_4d(const ir::Value* v) {
-  if (!v || !v->type().is_tensor() || v->type().rank() != 4) return false;
-  return v->type().dtype == ir::DType::Float16 || v->type().dtype == ir::DType::BFloat16;
-}
 
 // Broadcasts the same way in either layout: every dim 1 (a scalar, [1], [1,1,1,1]).
 bool is_layout_free_operand(const ir::Value* v) {
@@ -54,7 +48,7 @@ ir::Type permuted(const ir::Type& t, const std::vector<int64_t>& perm) {
 
 class ChannelsLast {
  public:
-  explicit ChannelsLast(ir::Graph& g) : g_(g) {}
+  ChannelsLast(ir::Graph& g, const ChannelsLastRules& rules) : g_(g), rules_(rules) {}
 
   size_t run() {
     std::vector<ir::Node*> order;
@@ -94,7 +88,7 @@ class ChannelsLast {
     }
     // Other nodes join only where the region already writes their data (joining for data that
     // is merely transposed in would add a transpose back).
-    if (kPools.count(op)) {
+    if (kPools.count(op) && rules_.pools) {
       const ir::Value* indices = n.output(1);
       if (indices && (!indices->uses().empty() || g_.is_output(indices))) return false;
       if (!is_narrow_4d(n.input(0)) || !in_region(n.input(0))) return false;
@@ -186,7 +180,15 @@ class ChannelsLast {
     back_.insert(back);
   }
 
+  // A 4-D tensor of a dtype the backend's channels-last kernels take.
+  bool is_narrow_4d(const ir::Value* v) const {
+    if (!v || !v->type().is_tensor() || v->type().rank() != 4) return false;
+    const auto& d = rules_.dtypes;
+    return std::find(d.begin(), d.end(), v->type().dtype) != d.end();
+  }
+
   ir::Graph& g_;
+  const ChannelsLastRules& rules_;
   std::map<const ir::Value*, ir::Value*> twin_;  // NCHW value -> its channels-last form
   std::set<const ir::Value*> transposed_;        // twins made by a Transpose into the region
   std::set<const ir::Node*> back_;               // the Transposes back to NCHW
@@ -194,6 +196,8 @@ class ChannelsLast {
 
 }  // namespace
 
-size_t apply_channels_last(ir::Graph& graph) { return ChannelsLast(graph).run(); }
+size_t apply_channels_last(ir::Graph& graph, const ChannelsLastRules& rules) {
+  return ChannelsLast(graph, rules).run();
+}
 
-}  // namespace switchyard::cuda
+}  // namespace switchyard::backends

@@ -42,6 +42,21 @@ std::vector<FusionGroup> fuse_matmul_epilogues(ir::Graph& graph);
 /// (approximate "none" / "tanh") (fusion/gelu.cc).
 std::vector<FusionGroup> fuse_gelu(ir::Graph& graph);
 
+/// Which values and nodes a backend's channels-last kernels take (apply_channels_last).
+struct ChannelsLastRules {
+  std::vector<ir::DType> dtypes;  ///< 4-D activations of these dtypes are stored NHWC
+  bool pools = true;              ///< the pools read "_sy_layout" NHWC too
+};
+
+/// Channels-last activations (fusion/channels_last.cc): marks the 2-D convolutions of the
+/// rules' dtypes, and the pools (when the rules allow), channel Concats and layout-free
+/// elementwise nodes after them, "_sy_layout" = "NHWC": their 4-D activations (Conv's X, Z and
+/// Y, a pool's X and Y) are stored [N, H, W, C] (a Concat's axis is remapped), and explicit
+/// Transpose nodes convert where a value enters or leaves the channels-last region ("<value>/
+/// to_nhwc", "<node>/to_nchw" in traces). Original value names are kept. Returns the number of
+/// nodes now channels-last.
+size_t apply_channels_last(ir::Graph& graph, const ChannelsLastRules& rules);
+
 /// Merges groups made by successive passes: a group whose first member is a member of an
 /// earlier group (a Gelu made by fuse_gelu, then absorbed by a MatMul) joins that group.
 std::vector<FusionGroup> merge_fusion_groups(std::vector<FusionGroup> groups);

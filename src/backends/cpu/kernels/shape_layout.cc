@@ -3,6 +3,7 @@
 #include <limits>
 #include <optional>
 
+#include "backends/cpu/kernels/dnnl_util.h"
 #include "backends/cpu/kernels/shape_internal.h"
 #include "ir/checked_math.h"
 #include "ops/shape_geometry.h"
@@ -29,6 +30,14 @@ void copy_strided_to_output(KernelContext& ctx, const ir::Tensor& in,
   });
 }
 
+// A Transpose of a dtype oneDNN knows, as a oneDNN reorder from the permuted strides to a plain
+// layout (its jit kernels move blocks; the element loop below is several times slower on the
+// NCHW <-> NHWC transposes at the edges of channels-last regions and on attention's heads).
+struct TransposePlan {
+  dnnl::reorder reorder;
+  dnnl::memory::desc from, to;
+};
+
 class TransposeKernel : public backends::Kernel {
  public:
   explicit TransposeKernel(const KernelInit& init) {
@@ -45,14 +54,35 @@ class TransposeKernel : public backends::Kernel {
     std::vector<int64_t> in_strides = strides_of(in.shape());
     std::vector<int64_t> shape, strides;
     for (int64_t p : perm) {
+      if (p < 0 || p >= rank) ctx.fail("perm holds {}, out of range for rank {}", p, rank);
       shape.push_back(in.dim(p));
       strides.push_back(in_strides[static_cast<size_t>(p)]);
+    }
+    auto dt = dnnl_data_type(in.dtype());
+    if (dt && rank >= 2 && rank <= 6 && in.numel() >= kReorderMinElements) {
+      std::vector<int64_t> key = in.shape();
+      key.push_back(static_cast<int64_t>(in.dtype()));
+      OmpThreadScope threads(ctx.num_threads());
+      auto plan = cache_.get(key, [&] {
+        auto p = std::make_shared<TransposePlan>();
+        p->from = dnnl::memory::desc(dnnl_dims(shape), *dt, dnnl_dims(strides));
+        p->to = plain_desc(shape, *dt);
+        p->reorder = make_reorder(p->from, p->to);
+        return p;
+      });
+      ir::Tensor& out = ctx.allocate_output(0, in.dtype(), shape);
+      execute_primitive(ctx, plan->reorder,
+                        {{DNNL_ARG_FROM, wrap_memory(in, plan->from)},
+                         {DNNL_ARG_TO, wrap_memory(out, plan->to)}});
+      return;
     }
     copy_strided_to_output(ctx, in, std::move(shape), std::move(strides));
   }
 
  private:
+  static constexpr int64_t kReorderMinElements = 4096;  // below, the loop is cheaper
   std::vector<int64_t> perm_;
+  PlanCache<TransposePlan> cache_;
 };
 
 class ConcatKernel : public backends::Kernel {
