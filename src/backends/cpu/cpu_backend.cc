@@ -25,8 +25,9 @@ class FusedPartition : public backends::CompiledPartition {
     // oneDNN's convolutions take NHWC activations as they are: a chain of convolutions and the
     // elementwise nodes between them keeps that layout, with transposes only at its edges
     // (instead of a reorder to oneDNN's blocked layout and back around every convolution).
-    // Pools stay NCHW (their NaN-exact loops work there).
-    static const backends::ChannelsLastRules kRules{{ir::DType::Float32}, false};
+    // Pools join too (oneDNN's pooling takes NHWC; their NaN-exact loops run on transposed
+    // copies).
+    static const backends::ChannelsLastRules kRules{{ir::DType::Float32}, true};
     backends::apply_channels_last(*graph_, kRules);
     program_ = std::make_unique<backends::GraphProgram>(*graph_, kernels);
   }

@@ -164,6 +164,38 @@ TEST(CpuFusion, NaNStaysNaNThroughFusedActivations) {
   }
 }
 
+// Channels-last regions (apply_channels_last): convolutions, pools and elementwise nodes between
+// them run on NHWC data inside the cpu partition; the outputs must equal the NCHW graph's,
+// including a MaxPool over NaN (its NaN-exact loop runs on transposed copies), a squeeze-excite
+// Mul by a [1, C, 1, 1] operand, and a channel Concat.
+TEST(CpuFusion, ChannelsLastRegionsMatchTheNchwGraph) {
+  for (bool with_nan : {false, true}) {
+    ConvGraph cg(8, 16, 3);
+    ir::Graph& g = cg.g;
+    ir::Value* r = g.add_node("Relu", "relu", {cg.y}, {"r"})->output(0);
+    ir::Node* mp = g.add_node("MaxPool", "maxpool", {r}, {"mp"});
+    mp->set_attribute(ir::Attribute::make_ints("kernel_shape", {3, 3}));
+    mp->set_attribute(ir::Attribute::make_ints("strides", {2, 2}));
+    ir::Value* w2 = g.add_constant("w2", random_tensor(DType::Float32, {16, 16, 1, 1}, 71));
+    ir::Value* c2 = g.add_node("Conv", "conv2", {mp->output(0), w2}, {"c2"})->output(0);
+    ir::Node* ap = g.add_node("AveragePool", "avgpool", {c2}, {"ap"});
+    ap->set_attribute(ir::Attribute::make_ints("kernel_shape", {2, 2}));
+    ap->set_attribute(ir::Attribute::make_ints("pads", {0, 0, 1, 1}));
+    ir::Value* gap = g.add_node("GlobalAveragePool", "gap", {ap->output(0)}, {"gap"})->output(0);
+    ir::Value* w3 = g.add_constant("w3", random_tensor(DType::Float32, {16, 16, 1, 1}, 72));
+    ir::Value* se = g.add_node("Conv", "se", {gap, w3}, {"se"})->output(0);
+    ir::Value* sg = g.add_node("Sigmoid", "sig", {se}, {"sg"})->output(0);
+    ir::Value* m = g.add_node("Mul", "scale", {ap->output(0), sg}, {"m"})->output(0);
+    ir::Node* cat = g.add_node("Concat", "cat", {m, ap->output(0)}, {"cat"});
+    cat->set_attribute(ir::Attribute::make_int("axis", 1));
+    g.add_output(cat->output(0));
+    ir::Tensor x = random_tensor(DType::Float32, {1, 8, 9, 9}, 73);
+    if (with_nan) x.data<float>()[20] = std::numeric_limits<float>::quiet_NaN();
+    Outcome o = run_both(g, {x});
+    expect_close(o);
+  }
+}
+
 TEST(CpuFusion, ConvPatternsThatMustNotFire) {
   {
     // The conv output is also a graph output: nothing is absorbed.

@@ -206,7 +206,7 @@ class ConvFamilyKernel : public backends::Kernel {
       if (ctx.input(0).rank() != 4)
         ctx.fail("a channels-last input must have rank 4, got {}", ctx.input(0).rank());
       // Shapes are worked out on the logical NCHW view of X (its data stays NHWC).
-      const ir::Tensor x = ctx.input(0).reshaped(permute_dims(ctx.input(0).shape(), kToNchw));
+      const ir::Tensor x = ctx.input(0).reshaped(permute4(ctx.input(0).shape(), kNhwcToNchw));
       run_with(ctx, x);
     } else {
       run_with(ctx, ctx.input(0));
@@ -214,13 +214,6 @@ class ConvFamilyKernel : public backends::Kernel {
   }
 
  private:
-  static constexpr std::array<size_t, 4> kToNchw = {0, 3, 1, 2};  // NHWC dims -> NCHW dims
-  static constexpr std::array<size_t, 4> kToNhwc = {0, 2, 3, 1};  // NCHW dims -> NHWC dims
-  static std::vector<int64_t> permute_dims(const std::vector<int64_t>& d,
-                                           const std::array<size_t, 4>& perm) {
-    return {d[perm[0]], d[perm[1]], d[perm[2]], d[perm[3]]};
-  }
-
   // `x` has logical NCHW dims (for a channels-last node its data is NHWC).
   void run_with(backends::KernelContext& ctx, const ir::Tensor& x) const {
     const ir::Tensor& w = ctx.input(1);
@@ -234,7 +227,7 @@ class ConvFamilyKernel : public backends::Kernel {
     auto plan = cache_.get(key, [&] { return make_plan(ctx, x, w, b); });
     ir::Tensor& y = ctx.allocate_output(
         0, x.dtype(),
-        nhwc_ ? permute_dims(plan->dims.out_shape(), kToNhwc) : plan->dims.out_shape());
+        nhwc_ ? permute4(plan->dims.out_shape(), kNchwToNhwc) : plan->dims.out_shape());
     const ir::Tensor* z = residual_ ? &ctx.input(3) : nullptr;
     if (z && (z->dtype() != y.dtype() || z->shape() != y.shape()))
       ctx.fail("fused residual {}{} does not match the output {}{}", ir::dtype_name(z->dtype()),
@@ -248,45 +241,17 @@ class ConvFamilyKernel : public backends::Kernel {
     }
     if (nhwc_) {
       // The direct loop works on NCHW: through transposed copies.
-      ir::Tensor xc = transposed_copy(ctx, x.reshaped(permute_dims(x.shape(), kToNhwc)), kToNchw);
-      ir::Tensor yc = scratch_like(ctx, x.dtype(), plan->dims.out_shape());
+      ir::Tensor xc =
+          transposed_scratch(ctx, x.reshaped(permute4(x.shape(), kNchwToNhwc)), kNhwcToNchw);
+      ir::Tensor yc = scratch_tensor(ctx, x.dtype(), plan->dims.out_shape());
       run_direct(ctx, plan->dims, xc, w, b, yc);
-      ir::Tensor yt = transposed_copy(ctx, yc, kToNhwc);
+      ir::Tensor yt = transposed_scratch(ctx, yc, kNchwToNhwc);
       std::memcpy(y.raw(), yt.raw(), y.nbytes());
     } else {
       run_direct(ctx, plan->dims, x, w, b, y);
     }
     if (z) add_in_place(ctx.node(), y, *z, ctx.num_threads());
     epilogue_.apply(ctx.node(), y, ctx.num_threads());
-  }
-
-  // A tensor of `shape` in the run's scratch memory.
-  static ir::Tensor scratch_like(backends::KernelContext& ctx, DType dtype,
-                                 const std::vector<int64_t>& shape) {
-    size_t bytes = ir::checked_nbytes(dtype, ir::checked_product(shape, "conv scratch"));
-    std::shared_ptr<void> storage = ctx.scratch(bytes);
-    void* data = storage.get();
-    return ir::Tensor::wrap(dtype, shape, std::move(storage), data);
-  }
-
-  // A 4-D tensor with its dims permuted (out dim i = in dim perm[i]), copied.
-  static ir::Tensor transposed_copy(backends::KernelContext& ctx, const ir::Tensor& in,
-                                    const std::array<size_t, 4>& perm) {
-    ir::Tensor out = scratch_like(ctx, in.dtype(), permute_dims(in.shape(), perm));
-    const size_t es = ir::dtype_size(in.dtype());
-    const std::vector<int64_t> is = strides_of(in.shape());
-    const std::vector<int64_t>& od = out.shape();
-    const auto* src = static_cast<const unsigned char*>(in.raw());
-    auto* dst = static_cast<unsigned char*>(out.raw());
-    int64_t o = 0;
-    for (int64_t a = 0; a < od[0]; ++a)
-      for (int64_t b = 0; b < od[1]; ++b)
-        for (int64_t c = 0; c < od[2]; ++c)
-          for (int64_t d = 0; d < od[3]; ++d, ++o) {
-            int64_t i = a * is[perm[0]] + b * is[perm[1]] + c * is[perm[2]] + d * is[perm[3]];
-            std::memcpy(dst + static_cast<size_t>(o) * es, src + static_cast<size_t>(i) * es, es);
-          }
-    return out;
   }
 
  protected:

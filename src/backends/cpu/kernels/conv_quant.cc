@@ -104,14 +104,6 @@ struct ExactConvPlan {
   std::vector<Chunk> chunks;  // empty: the int32 loop runs
 };
 
-// A float32 tensor in the run's scratch memory (counted against --memory-limit).
-ir::Tensor scratch_tensor(backends::KernelContext& ctx, const std::vector<int64_t>& shape) {
-  size_t bytes = ir::checked_nbytes(DType::Float32, ir::checked_product(shape, "scratch"));
-  std::shared_ptr<void> storage = ctx.scratch(bytes);
-  void* data = storage.get();
-  return ir::Tensor::wrap(DType::Float32, shape, std::move(storage), data);
-}
-
 class ConvIntegerKernel : public backends::Kernel {
  public:
   explicit ConvIntegerKernel(const backends::KernelInit& init)
@@ -149,7 +141,7 @@ class ConvIntegerKernel : public backends::Kernel {
       const int64_t channels = d.group > 1 ? d.in_channels : chunk.channels;
       std::vector<int64_t> x_shape = {d.batch, channels};
       x_shape.insert(x_shape.end(), d.in.begin(), d.in.end());
-      ir::Tensor xf = scratch_tensor(ctx, x_shape);
+      ir::Tensor xf = scratch_tensor(ctx, DType::Float32, x_shape);
       float* xp = xf.data<float>();
       parallel_for(d.batch * channels, 16, ctx.num_threads(), [&](int64_t b, int64_t e) {
         for (int64_t nc = b; nc < e; ++nc) {
@@ -159,7 +151,7 @@ class ConvIntegerKernel : public backends::Kernel {
           for (int64_t i = 0; i < in_size; ++i) dst[i] = static_cast<float>(src[i]);
         }
       });
-      ir::Tensor yf = scratch_tensor(ctx, y.shape());
+      ir::Tensor yf = scratch_tensor(ctx, DType::Float32, y.shape());
       chunk.conv->run(ctx, xf, yf);
       const float* fp = yf.data<float>();
       parallel_for(out_numel, 65536, ctx.num_threads(), [&](int64_t b, int64_t e) {

@@ -1,5 +1,9 @@
 #include "backends/cpu/kernels/dnnl_util.h"
 
+#include <cstring>
+
+#include "ir/checked_math.h"
+
 #include <omp.h>
 
 #include "ir/check.h"
@@ -142,6 +146,50 @@ size_t SignatureHash::operator()(const std::vector<int64_t>& key) const {
 bool input_is_constant(const ir::Node& node, size_t i) {
   const ir::Value* v = node.input(i);
   return v != nullptr && v->is_constant();
+}
+
+ir::Tensor scratch_tensor(backends::KernelContext& ctx, ir::DType dtype,
+                          const std::vector<int64_t>& shape) {
+  size_t bytes = ir::checked_nbytes(dtype, ir::checked_product(shape, "scratch tensor"));
+  std::shared_ptr<void> storage = ctx.scratch(bytes);
+  void* data = storage.get();
+  return ir::Tensor::wrap(dtype, shape, std::move(storage), data);
+}
+
+std::vector<int64_t> permute4(const std::vector<int64_t>& d, const std::array<size_t, 4>& perm) {
+  SY_ASSERT(d.size() == 4);
+  return {d[perm[0]], d[perm[1]], d[perm[2]], d[perm[3]]};
+}
+
+ir::Tensor transposed_scratch(backends::KernelContext& ctx, const ir::Tensor& in,
+                              const std::array<size_t, 4>& perm) {
+  ir::Tensor out = scratch_tensor(ctx, in.dtype(), permute4(in.shape(), perm));
+  if (out.numel() == 0) return out;
+  std::vector<int64_t> in_strides(4, 1);
+  for (size_t i = 3; i-- > 0;) in_strides[i] = in_strides[i + 1] * in.shape()[i + 1];
+  std::vector<int64_t> strides = {in_strides[perm[0]], in_strides[perm[1]], in_strides[perm[2]],
+                                  in_strides[perm[3]]};
+  if (auto dt = dnnl_data_type(in.dtype())) {
+    dnnl::memory::desc from(dnnl_dims(out.shape()), *dt, dnnl_dims(strides));
+    dnnl::memory::desc to = plain_desc(out.shape(), *dt);
+    execute_primitive(
+        ctx, make_reorder(from, to),
+        {{DNNL_ARG_FROM, wrap_memory(in, from)}, {DNNL_ARG_TO, wrap_memory(out, to)}});
+    return out;
+  }
+  const size_t es = ir::dtype_size(in.dtype());
+  const std::vector<int64_t>& od = out.shape();
+  const auto* src = static_cast<const unsigned char*>(in.raw());
+  auto* dst = static_cast<unsigned char*>(out.raw());
+  int64_t o = 0;
+  for (int64_t a = 0; a < od[0]; ++a)
+    for (int64_t b = 0; b < od[1]; ++b)
+      for (int64_t c = 0; c < od[2]; ++c)
+        for (int64_t d = 0; d < od[3]; ++d, ++o) {
+          int64_t i = a * strides[0] + b * strides[1] + c * strides[2] + d * strides[3];
+          std::memcpy(dst + static_cast<size_t>(o) * es, src + static_cast<size_t>(i) * es, es);
+        }
+  return out;
 }
 
 }  // namespace switchyard::cpu

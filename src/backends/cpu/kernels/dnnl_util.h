@@ -4,6 +4,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <list>
@@ -114,5 +115,19 @@ class PlanCache {
 
 /// True when the node's input i is a graph initializer (its data never changes).
 bool input_is_constant(const ir::Node& node, size_t i);
+
+/// A tensor of `shape` in the run's scratch memory (counted against --memory-limit).
+ir::Tensor scratch_tensor(backends::KernelContext& ctx, ir::DType dtype,
+                          const std::vector<int64_t>& shape);
+
+/// Channels-last kernels ("_sy_layout" NHWC, backends/fusion/fusion.h): dim orders.
+inline constexpr std::array<size_t, 4> kNhwcToNchw = {0, 3, 1, 2};
+inline constexpr std::array<size_t, 4> kNchwToNhwc = {0, 2, 3, 1};
+/// out dim i = in dim perm[i].
+std::vector<int64_t> permute4(const std::vector<int64_t>& dims, const std::array<size_t, 4>& perm);
+/// A 4-D tensor with its dims permuted as `perm` says, copied into scratch memory (the NCHW loops
+/// of channels-last kernels on the paths oneDNN does not take).
+ir::Tensor transposed_scratch(backends::KernelContext& ctx, const ir::Tensor& in,
+                              const std::array<size_t, 4>& perm);
 
 }  // namespace switchyard::cpu

@@ -3,6 +3,7 @@
 // loop covers other dtypes, Indices, LpPool and the windows oneDNN cannot express.
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 
@@ -72,13 +73,26 @@ class PoolKernel : public backends::Kernel {
     // An omitted Indices output has no readers: skip computing it.
     const ir::Value* indices = node.output(1);
     wants_indices_ = indices && (!indices->uses().empty() || node.owner()->is_output(indices));
+    nhwc_ = node.attr_string("_sy_layout", "") == "NHWC";
+    SY_CHECK(!nhwc_ || !wants_indices_, Internal, "{}: a channels-last pool has no Indices output",
+             node.describe());
   }
 
   void run(backends::KernelContext& ctx) const override {
-    const ir::Tensor& x = ctx.input(0);
+    if (!nhwc_) return run_with(ctx, ctx.input(0));
+    // Channels-last ("_sy_layout" NHWC): shapes are worked out on the logical NCHW view of X.
+    if (ctx.input(0).rank() != 4)
+      ctx.fail("a channels-last input must have rank 4, got {}", ctx.input(0).rank());
+    run_with(ctx, ctx.input(0).reshaped(permute4(ctx.input(0).shape(), kNhwcToNchw)));
+  }
+
+ private:
+  // `x` has logical NCHW dims (for a channels-last node its data is NHWC).
+  void run_with(backends::KernelContext& ctx, const ir::Tensor& x) const {
     OmpThreadScope threads(ctx.num_threads());
     auto plan = cache_.get(x.shape(), [&] { return make_plan(ctx, x); });
-    ir::Tensor& y = ctx.allocate_output(0, x.dtype(), plan->out_shape);
+    ir::Tensor& y = ctx.allocate_output(
+        0, x.dtype(), nhwc_ ? permute4(plan->out_shape, kNchwToNhwc) : plan->out_shape);
     ir::Tensor* indices = nullptr;
     if (wants_indices_) indices = &ctx.allocate_output(1, DType::Int64, plan->out_shape);
     if (y.numel() == 0) return;
@@ -89,6 +103,19 @@ class PoolKernel : public backends::Kernel {
                          {DNNL_ARG_DST, wrap_memory(y, plan->dst_md)}});
       return;
     }
+    if (nhwc_) {
+      // The loops work on NCHW: through transposed copies.
+      ir::Tensor xc =
+          transposed_scratch(ctx, x.reshaped(permute4(x.shape(), kNchwToNhwc)), kNhwcToNchw);
+      ir::Tensor yc = scratch_tensor(ctx, x.dtype(), plan->out_shape);
+      dispatch(MaxPoolTypes{}, x.dtype(), ctx.node(), [&](auto tag) {
+        using T = decltype(tag);
+        run_loop<T>(ctx, *plan, xc.data<T>(), yc.data<T>(), nullptr);
+      });
+      ir::Tensor yt = transposed_scratch(ctx, yc, kNchwToNhwc);
+      std::memcpy(y.raw(), yt.raw(), y.nbytes());
+      return;
+    }
     dispatch(MaxPoolTypes{}, x.dtype(), ctx.node(), [&](auto tag) {
       using T = decltype(tag);
       run_loop<T>(ctx, *plan, x.data<T>(), y.data<T>(),
@@ -96,7 +123,6 @@ class PoolKernel : public backends::Kernel {
     });
   }
 
- private:
   template <typename T>
   void run_loop(const backends::KernelContext& ctx, const PoolPlan& plan, const T* xp, T* yp,
                 int64_t* ip) const {
@@ -231,6 +257,11 @@ class PoolKernel : public backends::Kernel {
                                                    : dnnl::algorithm::pooling_avg_exclude_padding;
       dnnl::memory::desc src = plain_desc(x.shape(), *dnnl_type);
       dnnl::memory::desc dst = plain_desc(plan->out_shape, *dnnl_type);
+      if (nhwc_) {
+        src = dnnl::memory::desc(dnnl_dims(x.shape()), *dnnl_type, dnnl::memory::format_tag::nhwc);
+        dst = dnnl::memory::desc(dnnl_dims(plan->out_shape), *dnnl_type,
+                                 dnnl::memory::format_tag::nhwc);
+      }
       dnnl::memory::dims dil;
       for (int64_t d : a.dilations) dil.push_back(d - 1);
       dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, alg, src, dst,
@@ -282,6 +313,7 @@ class PoolKernel : public backends::Kernel {
   int64_t storage_order_ = 0;
   int64_t p_ = 2;
   bool wants_indices_ = false;
+  bool nhwc_ = false;  // fusion.h: "_sy_layout" NHWC, X and Y are stored [N, H, W, C]
   PlanCache<PoolPlan> cache_;
 };
 
