@@ -26,8 +26,8 @@ class FusedPartition : public backends::CompiledPartition {
     // elementwise nodes between them keeps that layout, with transposes only at its edges
     // (instead of a reorder to oneDNN's blocked layout and back around every convolution).
     // Pools join too (oneDNN's pooling takes NHWC; their NaN-exact loops run on transposed
-    // copies).
-    static const backends::ChannelsLastRules kRules{{ir::DType::Float32}, true};
+    // copies), inference BatchNormalization (DenseNet's BN -> ReLU -> Conv) and Pad.
+    static const backends::ChannelsLastRules kRules{{ir::DType::Float32}, true, true, true};
     backends::apply_channels_last(*graph_, kRules);
     program_ = std::make_unique<backends::GraphProgram>(*graph_, kernels);
   }

@@ -88,6 +88,23 @@ class ChannelsLast {
     }
     // Other nodes join only where the region already writes their data (joining for data that
     // is merely transposed in would add a transpose back).
+    if (op == "Pad" && rules_.pad) {
+      // Constant pads of a 4-D value (no axes input): the same Pad with the pads permuted.
+      if (n.num_outputs() != 1 || n.num_inputs() < 2 || n.num_inputs() > 3) return false;
+      if (!is_narrow_4d(n.input(0)) || !in_region(n.input(0))) return false;
+      const ir::Value* pads = n.input(1);
+      if (!pads || !pads->is_constant() || pads->constant().numel() != 8) return false;
+      if (n.num_inputs() == 3 && n.input(2) && !is_layout_free_operand(n.input(2))) return false;
+      layout_inputs = {0};
+      return true;
+    }
+    if (op == "BatchNormalization" && rules_.batch_norm) {
+      // Inference mode: a per-channel affine map that the kernel applies along the last dim.
+      if (n.num_outputs() != 1 || n.attr_int("training_mode", 0) != 0) return false;
+      if (!is_narrow_4d(n.input(0)) || !in_region(n.input(0))) return false;
+      layout_inputs = {0};
+      return true;
+    }
     if (kPools.count(op) && rules_.pools) {
       const ir::Value* indices = n.output(1);
       if (indices && (!indices->uses().empty() || g_.is_output(indices))) return false;
@@ -168,6 +185,16 @@ class ChannelsLast {
       SY_CHECK(at != kToChannelsLast.end(), InvalidModel, "{}: axis {} is out of range for rank 4",
                c->describe(), c->attr_int("axis"));
       c->set_attribute(ir::Attribute::make_int("axis", at - kToChannelsLast.begin()));
+    }
+    if (op == "Pad") {
+      // pads = [begin of each NCHW axis, end of each]: reorder both halves as the axes.
+      const std::vector<int64_t> p = c->input(1)->constant().to_int_vector();
+      ir::Tensor permuted_pads(ir::DType::Int64, {8});
+      for (size_t i = 0; i < 4; ++i) {
+        permuted_pads.data<int64_t>()[i] = p[static_cast<size_t>(kToChannelsLast[i])];
+        permuted_pads.data<int64_t>()[4 + i] = p[4 + static_cast<size_t>(kToChannelsLast[i])];
+      }
+      c->set_input(1, g_.add_constant(g_.unique_value_name(name + "_pads_nhwc"), permuted_pads));
     }
     c->output(0)->set_type(permuted(y_type, kToChannelsLast));
     if (!y_read) return;

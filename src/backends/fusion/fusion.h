@@ -46,10 +46,13 @@ std::vector<FusionGroup> fuse_gelu(ir::Graph& graph);
 struct ChannelsLastRules {
   std::vector<ir::DType> dtypes;  ///< 4-D activations of these dtypes are stored NHWC
   bool pools = true;              ///< the pools read "_sy_layout" NHWC too
+  bool batch_norm = false;        ///< inference BatchNormalization reads NHWC too
+  bool pad = false;               ///< Pad with constant pads joins (its pads permuted)
 };
 
 /// Channels-last activations (fusion/channels_last.cc): marks the 2-D convolutions of the
-/// rules' dtypes, and the pools (when the rules allow), channel Concats and layout-free
+/// rules' dtypes, and the pools and inference BatchNormalizations (when the rules allow), channel
+/// Concats and layout-free
 /// elementwise nodes after them, "_sy_layout" = "NHWC": their 4-D activations (Conv's X, Z and
 /// Y, a pool's X and Y) are stored [N, H, W, C] (a Concat's axis is remapped), and explicit
 /// Transpose nodes convert where a value enters or leaves the channels-last region ("<value>/

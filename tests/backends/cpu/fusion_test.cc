@@ -166,7 +166,8 @@ TEST(CpuFusion, NaNStaysNaNThroughFusedActivations) {
 
 // Channels-last regions (apply_channels_last): convolutions, pools and elementwise nodes between
 // them run on NHWC data inside the cpu partition; the outputs must equal the NCHW graph's,
-// including a MaxPool over NaN (its NaN-exact loop runs on transposed copies), a squeeze-excite
+// including a MaxPool over NaN (its NaN-exact loop runs on transposed copies), an inference
+// BatchNormalization, a squeeze-excite
 // Mul by a [1, C, 1, 1] operand, and a channel Concat.
 TEST(CpuFusion, ChannelsLastRegionsMatchTheNchwGraph) {
   for (bool with_nan : {false, true}) {
@@ -176,9 +177,21 @@ TEST(CpuFusion, ChannelsLastRegionsMatchTheNchwGraph) {
     ir::Node* mp = g.add_node("MaxPool", "maxpool", {r}, {"mp"});
     mp->set_attribute(ir::Attribute::make_ints("kernel_shape", {3, 3}));
     mp->set_attribute(ir::Attribute::make_ints("strides", {2, 2}));
+    // DenseNet's BN -> ReLU -> Conv: an inference BatchNormalization inside the region.
+    std::vector<ir::Value*> bn_in = {mp->output(0)};
+    for (const char* name : {"bn_scale", "bn_bias", "bn_mean"})
+      bn_in.push_back(g.add_constant(name, random_tensor(DType::Float32, {16}, 74)));
+    bn_in.push_back(g.add_constant("bn_var", random_tensor(DType::Float32, {16}, 75, 0.5, 2)));
+    ir::Value* bn = g.add_node("BatchNormalization", "bn", bn_in, {"bn"})->output(0);
+    ir::Value* bnr = g.add_node("Relu", "bn_relu", {bn}, {"bnr"})->output(0);
     ir::Value* w2 = g.add_constant("w2", random_tensor(DType::Float32, {16, 16, 1, 1}, 71));
-    ir::Value* c2 = g.add_node("Conv", "conv2", {mp->output(0), w2}, {"c2"})->output(0);
-    ir::Node* ap = g.add_node("AveragePool", "avgpool", {c2}, {"ap"});
+    ir::Value* c2 = g.add_node("Conv", "conv2", {bnr, w2}, {"c2"})->output(0);
+    ir::Tensor pads(DType::Int64, {8});
+    for (int i = 0; i < 8; ++i)
+      pads.data<int64_t>()[i] = i == 2 || i == 7 ? 1 : 0;  // H begin, W end
+    ir::Value* padded =
+        g.add_node("Pad", "pad", {c2, g.add_constant("pads", pads)}, {"padded"})->output(0);
+    ir::Node* ap = g.add_node("AveragePool", "avgpool", {padded}, {"ap"});
     ap->set_attribute(ir::Attribute::make_ints("kernel_shape", {2, 2}));
     ap->set_attribute(ir::Attribute::make_ints("pads", {0, 0, 1, 1}));
     ir::Value* gap = g.add_node("GlobalAveragePool", "gap", {ap->output(0)}, {"gap"})->output(0);

@@ -53,15 +53,23 @@ class BatchNormKernel : public backends::Kernel {
   explicit BatchNormKernel(const backends::KernelInit& init)
       : epsilon_(init.node.attr_float("epsilon", 1e-5f)),
         momentum_(init.node.attr_float("momentum", 0.9f)),
-        training_(init.node.attr_int("training_mode", 0) != 0) {}
+        training_(init.node.attr_int("training_mode", 0) != 0),
+        nhwc_(init.node.attr_string("_sy_layout", "") == "NHWC") {
+    SY_CHECK(!nhwc_ || !training_, Internal,
+             "{}: a channels-last BatchNormalization runs in inference mode only",
+             init.node.describe());
+  }
 
   void run(backends::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
     if (x.rank() < 2) ctx.fail("X must have rank >= 2, got {}", x.rank());
+    if (nhwc_ && x.rank() != 4)
+      ctx.fail("a channels-last input must have rank 4, got {}", x.rank());
+    // Channels-last ("_sy_layout" NHWC): the channel is the last dim, each pixel a row of C.
     int64_t n = x.dim(0);
-    int64_t c = x.dim(1);
+    int64_t c = nhwc_ ? x.dim(3) : x.dim(1);
     int64_t spatial = 1;
-    for (int64_t i = 2; i < x.rank(); ++i) spatial *= x.dim(i);
+    for (int64_t i = nhwc_ ? 1 : 2; i < x.rank() - (nhwc_ ? 1 : 0); ++i) spatial *= x.dim(i);
     const ir::Tensor& scale = channel_input(ctx, 1, c, "scale");
     const ir::Tensor& bias = channel_input(ctx, 2, c, "B");
     const ir::Tensor& in_mean = channel_input(ctx, 3, c, "input_mean");
@@ -102,6 +110,20 @@ class BatchNormKernel : public backends::Kernel {
         mul[ch] = sc[ch] / std::sqrt(var[ch] + static_cast<C>(epsilon_));
         add[ch] = bs[ch] - mean[ch] * mul[ch];
       }
+      if (nhwc_) {
+        parallel_for(n * spatial, std::max<int64_t>(1, 16384 / std::max<int64_t>(c, 1)),
+                     ctx.num_threads(), [&](int64_t b, int64_t e) {
+                       for (int64_t pixel = b; pixel < e; ++pixel) {
+                         const T* p = in + pixel * c;
+                         T* q = out + pixel * c;
+#pragma omp simd
+                         for (int64_t ch = 0; ch < c; ++ch)
+                           q[ch] = convert<T>(convert<C>(p[ch]) * mul[static_cast<size_t>(ch)] +
+                                              add[static_cast<size_t>(ch)]);
+                       }
+                     });
+        return;
+      }
       parallel_for(n * c, std::max<int64_t>(1, 16384 / std::max<int64_t>(spatial, 1)),
                    ctx.num_threads(), [&](int64_t b, int64_t e) {
                      for (int64_t plane = b; plane < e; ++plane) {
@@ -133,6 +155,7 @@ class BatchNormKernel : public backends::Kernel {
  private:
   float epsilon_;
   float momentum_;
+  bool nhwc_;  // fusion.h: "_sy_layout" NHWC (inference only): X and Y are stored [N, H, W, C]
   bool training_;
 };
 
