@@ -19,8 +19,11 @@ class FusedPartition : public backends::CompiledPartition {
     std::map<const ir::Node*, const ir::Node*> origin;
     graph_ = backends::clone_partition(p, origin);
     std::vector<backends::FusionGroup> groups = backends::fuse_gelu(*graph_);
-    for (auto* pass : {backends::fuse_conv_epilogues, backends::fuse_matmul_epilogues})
-      for (backends::FusionGroup& g : pass(*graph_)) groups.push_back(std::move(g));
+    for (backends::FusionGroup& g : backends::fuse_conv_epilogues(
+             *graph_, {"Relu", "Sigmoid", "Tanh", "Clip", "HardSwish", "Swish"}))
+      groups.push_back(std::move(g));
+    for (backends::FusionGroup& g : backends::fuse_matmul_epilogues(*graph_))
+      groups.push_back(std::move(g));
     fusions_ = backends::merge_fusion_groups(std::move(groups));
     // oneDNN's convolutions take NHWC activations as they are: a chain of convolutions and the
     // elementwise nodes between them keeps that layout, with transposes only at its edges

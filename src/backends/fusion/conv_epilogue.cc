@@ -8,6 +8,7 @@
 // bottleneck (conv+bn folded by the exporter) gives Conv -> Relu and Conv -> Add -> Relu. A node is
 // absorbed only when the value it reads from the chain has that node as its one reader and is not a
 // graph output.
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <string>
@@ -111,7 +112,30 @@ std::optional<float> clip_bound(const ir::Node& clip, size_t i, float fallback) 
 }
 
 // Follows the chain below `conv`; empty `absorbed` when nothing can be fused.
-Chain find_chain(const ir::Graph& g, ir::Node* conv) {
+// The SiLU (swish) after `cur`: Mul(cur, Sigmoid(cur)) in either operand order, where cur's only
+// readers are those two nodes and the Sigmoid's only reader is the Mul (EfficientNet's
+// activation). Returns the Sigmoid and the Mul, or nulls.
+std::pair<ir::Node*, ir::Node*> swish_after(const ir::Graph& g, const ir::Value* cur) {
+  if (g.is_output(cur) || cur->uses().size() != 2) return {nullptr, nullptr};
+  ir::Node* sig = nullptr;
+  ir::Node* mul = nullptr;
+  for (auto [n, idx] : cur->uses()) {
+    if (n->owner() != &g) return {nullptr, nullptr};
+    if (is_onnx_op(*n, "Sigmoid") && n->num_inputs() == 1 && n->num_outputs() == 1) sig = n;
+    if (is_onnx_op(*n, "Mul") && n->num_inputs() == 2 && n->num_outputs() == 1) mul = n;
+  }
+  if (!sig || !mul || sig == mul || sole_reader(g, sig->output(0)) != mul)
+    return {nullptr, nullptr};
+  const bool operands = (mul->input(0) == cur && mul->input(1) == sig->output(0)) ||
+                        (mul->input(1) == cur && mul->input(0) == sig->output(0));
+  return operands ? std::pair{sig, mul} : std::pair<ir::Node*, ir::Node*>{nullptr, nullptr};
+}
+
+bool allowed(const std::vector<std::string>& activations, const char* name) {
+  return std::find(activations.begin(), activations.end(), name) != activations.end();
+}
+
+Chain find_chain(const ir::Graph& g, ir::Node* conv, const std::vector<std::string>& activations) {
   Chain chain;
   ir::Value* conv_out = conv->output(0);
   const ir::Type& out_type = conv_out->type();
@@ -149,16 +173,24 @@ Chain find_chain(const ir::Graph& g, ir::Node* conv) {
     chain.absorbed.push_back(n);
     cur = n->output(0);
   }
-  if (ir::Node* n = sole_reader(g, cur)) {
-    for (const char* act : {"Relu", "Sigmoid", "Tanh"})
-      if (is_onnx_op(*n, act) && n->num_inputs() == 1 && n->num_outputs() == 1 &&
-          same_shape(n->output(0)->type(), out_type)) {
+  if (allowed(activations, "Swish")) {
+    auto [sig, mul] = swish_after(g, cur);
+    if (sig && same_shape(mul->output(0)->type(), out_type)) {
+      chain.activation = "Swish";
+      chain.absorbed.push_back(sig);
+      chain.absorbed.push_back(mul);
+    }
+  }
+  if (ir::Node* n = chain.activation.empty() ? sole_reader(g, cur) : nullptr) {
+    for (const char* act : {"Relu", "Sigmoid", "Tanh", "HardSwish"})
+      if (allowed(activations, act) && is_onnx_op(*n, act) && n->num_inputs() == 1 &&
+          n->num_outputs() == 1 && same_shape(n->output(0)->type(), out_type)) {
         chain.activation = act;
         chain.absorbed.push_back(n);
         break;
       }
-    if (chain.activation.empty() && is_onnx_op(*n, "Clip") && n->num_outputs() == 1 &&
-        same_shape(n->output(0)->type(), out_type)) {
+    if (chain.activation.empty() && allowed(activations, "Clip") && is_onnx_op(*n, "Clip") &&
+        n->num_outputs() == 1 && same_shape(n->output(0)->type(), out_type)) {
       std::optional<float> lo = clip_bound(*n, 1, -INFINITY), hi = clip_bound(*n, 2, INFINITY);
       if (lo && hi && *lo <= *hi) {
         chain.activation = "Clip";
@@ -218,7 +250,8 @@ void fuse(ir::Graph& g, ir::Node* conv, const Chain& chain) {
 
 }  // namespace
 
-std::vector<FusionGroup> fuse_conv_epilogues(ir::Graph& graph) {
+std::vector<FusionGroup> fuse_conv_epilogues(ir::Graph& graph,
+                                             const std::vector<std::string>& activations) {
   std::vector<FusionGroup> groups;
   std::vector<ir::Node*> convs;
   for (const auto& n : graph.nodes())
@@ -227,7 +260,7 @@ std::vector<FusionGroup> fuse_conv_epilogues(ir::Graph& graph) {
       convs.push_back(n.get());
   bool changed = false;
   for (ir::Node* conv : convs) {
-    Chain chain = find_chain(graph, conv);
+    Chain chain = find_chain(graph, conv, activations);
     if (chain.absorbed.empty()) continue;
     FusionGroup group{{conv->name()}};
     for (const ir::Node* n : chain.absorbed) group.members.push_back(n->name());

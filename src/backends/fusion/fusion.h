@@ -3,7 +3,8 @@
 // its op type and gains internal attributes and inputs that only the backends' kernels read:
 //
 //   attribute "_sy_activation" (string): "Relu", "Gelu" (erf form), "Sigmoid", "Tanh", "Clip"
-//       (Conv only, bounds in "_sy_clip_min" / "_sy_clip_max") — applied to the node's result
+//       (Conv only, bounds in "_sy_clip_min" / "_sy_clip_max"), "HardSwish" and "Swish" (x *
+//       sigmoid(x); Conv only, where the backend asks for them) — applied to the node's result
 //       after bias/residual.
 //   Conv: optional input 3 = residual Z (same shape as Y): Y = act(conv(X, W) + B + Z).
 //   MatMul: optional input 2 = bias (1-D, length N), attribute "_sy_alpha" (float, default 1):
@@ -33,8 +34,12 @@ inline constexpr const char* kFusedClipMinAttr = "_sy_clip_min";
 inline constexpr const char* kFusedClipMaxAttr = "_sy_clip_max";
 inline constexpr const char* kFusedAlphaAttr = "_sy_alpha";
 
-/// Conv → Add(bias) / Add(residual) → Relu | Sigmoid | Tanh | Clip (fusion/conv_epilogue.cc).
-std::vector<FusionGroup> fuse_conv_epilogues(ir::Graph& graph);
+/// Conv → Add(bias) / Add(residual) → an activation of `activations` (fusion/conv_epilogue.cc):
+/// "Relu", "Sigmoid", "Tanh", "Clip" (the default: what every backend's Conv kernel applies),
+/// "HardSwish", "Swish" (SiLU written as Mul(x, Sigmoid(x))).
+std::vector<FusionGroup> fuse_conv_epilogues(ir::Graph& graph,
+                                             const std::vector<std::string>& activations = {
+                                                 "Relu", "Sigmoid", "Tanh", "Clip"});
 /// MatMul → Div | Mul(scalar) → Add(bias) → Relu | Gelu, Gemm → Relu | Gelu
 /// (fusion/matmul_epilogue.cc).
 std::vector<FusionGroup> fuse_matmul_epilogues(ir::Graph& graph);

@@ -110,6 +110,41 @@ TEST(CpuFusion, ConvBiasActivationsMatchTheUnfusedGraph) {
   }
 }
 
+TEST(CpuFusion, ConvSwishAndHardSwishAsPostOps) {
+  // EfficientNet's SiLU as Mul(x, Sigmoid(x)) in both operand orders, MobileNetV3's HardSwish;
+  // a NaN in the input stays NaN.
+  for (int variant = 0; variant < 3; ++variant) {
+    ConvGraph cg(8, 16, 3);
+    ir::Value* y;
+    if (variant < 2) {
+      ir::Value* s = cg.g.add_node("Sigmoid", "sig", {cg.y}, {"s"})->output(0);
+      std::vector<ir::Value*> ins =
+          variant == 0 ? std::vector<ir::Value*>{cg.y, s} : std::vector<ir::Value*>{s, cg.y};
+      y = cg.g.add_node("Mul", "silu", ins, {"y"})->output(0);
+    } else {
+      y = cg.g.add_node("HardSwish", "hswish", {cg.y}, {"y"})->output(0);
+    }
+    cg.g.add_output(y);
+    ir::Tensor x = random_tensor(DType::Float32, {1, 8, 9, 9}, 81);
+    x.data<float>()[40] = std::numeric_limits<float>::quiet_NaN();
+    Outcome o = run_both(cg.g, {x});
+    expect_close(o, 2e-6, 2e-6);
+    EXPECT_EQ(members(o, 0).size(), variant < 2 ? 3u : 2u) << variant;
+  }
+  {
+    // The conv output read by a third node: no swish fusion.
+    ConvGraph cg(8, 16, 3);
+    ir::Value* s = cg.g.add_node("Sigmoid", "sig", {cg.y}, {"s"})->output(0);
+    ir::Value* y = cg.g.add_node("Mul", "silu", {cg.y, s}, {"y"})->output(0);
+    ir::Value* z = cg.g.add_node("Neg", "neg", {cg.y}, {"z"})->output(0);
+    cg.g.add_output(y);
+    cg.g.add_output(z);
+    Outcome o = run_both(cg.g, {random_tensor(DType::Float32, {1, 8, 9, 9}, 82)});
+    expect_close(o);
+    EXPECT_TRUE(o.groups.empty());
+  }
+}
+
 TEST(CpuFusion, ConvResidualAndChannelConstantAddsFold) {
   // y = Relu(Conv(x) + per-channel constant + x): the constant joins the bias, x the residual.
   for (int64_t ksize : {1, 3}) {

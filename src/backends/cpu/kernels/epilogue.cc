@@ -1,5 +1,6 @@
 #include "backends/cpu/kernels/epilogue.h"
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 
@@ -25,6 +26,14 @@ V activate(Epilogue::Act act, V lo, V hi, V x) {
       return std::tanh(x);
     case Epilogue::Act::Clip:
       return x < lo ? lo : (x > hi ? hi : x);
+    case Epilogue::Act::HardSwish:
+      return x * std::max(V(0), std::min(V(1), x / V(6) + V(0.5)));
+    case Epilogue::Act::Swish: {
+      // x * sigmoid(x), the sigmoid as the standalone kernel computes it
+      V e = std::exp(-std::abs(x));
+      V r = V(1) / (V(1) + e);
+      return x * (x >= V(0) ? r : e * r);
+    }
     case Epilogue::Act::None:
       break;
   }
@@ -45,6 +54,10 @@ Epilogue Epilogue::of(const ir::Node& node) {
     e.act = Act::Sigmoid;
   } else if (name == "Tanh") {
     e.act = Act::Tanh;
+  } else if (name == "HardSwish") {
+    e.act = Act::HardSwish;
+  } else if (name == "Swish") {
+    e.act = Act::Swish;
   } else if (name == "Clip") {
     e.act = Act::Clip;
     e.lo = node.attr_float(backends::kFusedClipMinAttr, -INFINITY);
@@ -68,6 +81,12 @@ void Epilogue::append_to(dnnl::post_ops& ops) const {
     case Act::Tanh:
       ops.append_eltwise(1.0f, alg::eltwise_tanh, 0.0f, 0.0f);
       break;
+    case Act::HardSwish:
+      ops.append_eltwise(1.0f, alg::eltwise_hardswish, 0.0f, 0.0f);
+      break;
+    case Act::Swish:
+      ops.append_eltwise(1.0f, alg::eltwise_swish, 1.0f, 0.0f);  // x * sigmoid(1 * x)
+      break;
     default:
       break;
   }
@@ -76,7 +95,8 @@ void Epilogue::append_to(dnnl::post_ops& ops) const {
 bool Epilogue::as_post_op() const {
   // oneDNN's relu and clip post-ops turn NaN into a number (vmaxps keeps its second operand):
   // those two run as a loop of their own right after the primitive, while its output is hot.
-  return act == Act::Gelu || act == Act::Sigmoid || act == Act::Tanh;
+  return act == Act::Gelu || act == Act::Sigmoid || act == Act::Tanh || act == Act::HardSwish ||
+         act == Act::Swish;
 }
 
 namespace {

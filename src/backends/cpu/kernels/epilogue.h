@@ -1,5 +1,6 @@
 // The fused epilogue of a cpu Conv / MatMul / Gemm node (backends/fusion/fusion.h): the
-// activation named by "_sy_activation" as a oneDNN eltwise post-op (GELU, sigmoid, tanh), or as
+// activation named by "_sy_activation" as a oneDNN eltwise post-op (GELU, sigmoid, tanh,
+// hard-swish, swish), or as
 // a loop right after the primitive (ReLU and Clip, whose oneDNN post-ops turn NaN into 0) and on
 // the paths oneDNN does not take (other dtypes, shapes it declines): the standalone kernels'
 // results either way, NaN included.
@@ -13,7 +14,7 @@
 namespace switchyard::cpu {
 
 struct Epilogue {
-  enum class Act { None, Relu, Gelu, Sigmoid, Tanh, Clip };
+  enum class Act { None, Relu, Gelu, Sigmoid, Tanh, Clip, HardSwish, Swish };
   Act act = Act::None;
   float lo = 0, hi = 0;  // Clip's bounds
 
