@@ -233,6 +233,29 @@ TEST(RnnKernels, AllCellsDirectionsLayouts) {
       }
 }
 
+// Float32 LSTMs and GRUs of the common form run as oneDNN RNN primitives (rnn.cc:
+// run_dnnl_rnn): larger problems than above, in every direction, with and without
+// linear_before_reset, against the double reference.
+TEST(RnnKernels, LargerProblemsThroughOneDnnPrimitives) {
+  for (std::string op : {"GRU", "LSTM"})
+    for (std::string dir : {"forward", "reverse", "bidirectional"})
+      for (bool lbr : {false, true}) {
+        if (op == "LSTM" && lbr) continue;
+        RnnConfig c;
+        c.op = op;
+        c.direction = dir;
+        c.seq = 17;
+        // Forward: batch 9 with an input wider than the hidden state (oneDNN takes it at that
+        // batch); the others: batch 3, input 24 < hidden 40.
+        c.input = dir == "forward" ? 48 : 24;
+        c.hidden = 40;
+        c.batch = dir == "forward" ? 9 : 3;
+        c.linear_before_reset = lbr;
+        c.layout = dir == "reverse" ? 1 : 0;
+        check(c, DType::Float32, 2e-5);
+      }
+}
+
 TEST(RnnKernels, SequenceLengthsAndNoInitialState) {
   for (std::string op : {"RNN", "GRU", "LSTM"})
     for (std::string dir : {"forward", "reverse", "bidirectional"}) {
