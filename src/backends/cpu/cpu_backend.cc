@@ -29,8 +29,9 @@ class FusedPartition : public backends::CompiledPartition {
     // elementwise nodes between them keeps that layout, with transposes only at its edges
     // (instead of a reorder to oneDNN's blocked layout and back around every convolution).
     // Pools join too (oneDNN's pooling takes NHWC; their NaN-exact loops run on transposed
-    // copies), inference BatchNormalization (DenseNet's BN -> ReLU -> Conv) and Pad.
-    static const backends::ChannelsLastRules kRules{{ir::DType::Float32}, true, true, true};
+    // copies), inference BatchNormalization (DenseNet's BN -> ReLU -> Conv), Pad and Resize
+    // (an FPN's upsampling).
+    static const backends::ChannelsLastRules kRules{{ir::DType::Float32}, true, true, true, true};
     backends::apply_channels_last(*graph_, kRules);
     program_ = std::make_unique<backends::GraphProgram>(*graph_, kernels);
   }

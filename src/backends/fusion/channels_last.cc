@@ -6,6 +6,7 @@
 #include "backends/fusion/fusion.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <set>
 #include <string>
@@ -88,6 +89,32 @@ class ChannelsLast {
     }
     // Other nodes join only where the region already writes their data (joining for data that
     // is merely transposed in would add a transpose back).
+    if (op == "Resize" && rules_.resize) {
+      // Constant scales or sizes of a 4-D value (no roi, no axes): the same Resize with them
+      // permuted (the cpu kernel resizes channels-last images without a transpose).
+      if (n.num_outputs() != 1 || n.has_attribute("axes")) return false;
+      if (!is_narrow_4d(n.input(0)) || !in_region(n.input(0))) return false;
+      auto empty_or_absent = [&](size_t i) {
+        const ir::Value* v = i < n.num_inputs() ? n.input(i) : nullptr;
+        return !v || (v->is_constant() && v->constant().numel() == 0);
+      };
+      // Four values, one per axis: a constant, or a computed 1-D value of static length 4 (an
+      // FPN's sizes from Shape), which a Gather reorders at run time.
+      auto constant4 = [&](size_t i) {
+        const ir::Value* v = i < n.num_inputs() ? n.input(i) : nullptr;
+        if (!v) return false;
+        if (v->is_constant()) return v->constant().numel() == 4 && v->constant().rank() == 1;
+        const ir::Type& t = v->type();
+        return t.is_tensor() && t.has_rank() && t.rank() == 1 && (*t.shape)[0].is_static() &&
+               (*t.shape)[0].value == 4;
+      };
+      if (!empty_or_absent(1)) return false;
+      const bool scales = constant4(2) && empty_or_absent(3);
+      const bool sizes = empty_or_absent(2) && constant4(3);
+      if (!scales && !sizes) return false;
+      layout_inputs = {0};
+      return true;
+    }
     if (op == "Pad" && rules_.pad) {
       // Constant pads of a 4-D value (no axes input): the same Pad with the pads permuted.
       if (n.num_outputs() != 1 || n.num_inputs() < 2 || n.num_inputs() > 3) return false;
@@ -185,6 +212,35 @@ class ChannelsLast {
       SY_CHECK(at != kToChannelsLast.end(), InvalidModel, "{}: axis {} is out of range for rank 4",
                c->describe(), c->attr_int("axis"));
       c->set_attribute(ir::Attribute::make_int("axis", at - kToChannelsLast.begin()));
+    }
+    if (op == "Resize") {
+      // scales (input 2) or sizes (input 3), one value per NCHW axis: reordered as the axes.
+      for (size_t i : {size_t{2}, size_t{3}}) {
+        if (i >= c->num_inputs() || !c->input(i)) continue;
+        ir::Value* v = c->input(i);
+        if (!v->is_constant()) {
+          ir::Tensor perm(ir::DType::Int64, {4});
+          std::copy(kToChannelsLast.begin(), kToChannelsLast.end(), perm.data<int64_t>());
+          ir::Node* gather =
+              g_.add_node("Gather", name + "/nhwc_" + std::to_string(i),
+                          {v, g_.add_constant(g_.unique_value_name(name + "_nhwc_perm"), perm)},
+                          {g_.unique_value_name(v->name() + "_nhwc")});
+          gather->set_attribute(ir::Attribute::make_int("axis", 0));
+          gather->output(0)->set_type(v->type());
+          c->set_input(i, gather->output(0));
+          continue;
+        }
+        if (v->constant().numel() != 4) continue;
+        const ir::Tensor& t = v->constant();
+        ir::Tensor p(t.dtype(), {4});
+        const size_t es = ir::dtype_size(t.dtype());
+        for (size_t k = 0; k < 4; ++k)
+          std::memcpy(
+              static_cast<char*>(p.raw()) + k * es,
+              static_cast<const char*>(t.raw()) + static_cast<size_t>(kToChannelsLast[k]) * es, es);
+        c->set_input(i,
+                     g_.add_constant(g_.unique_value_name(name + "_nhwc_" + std::to_string(i)), p));
+      }
     }
     if (op == "Pad") {
       // pads = [begin of each NCHW axis, end of each]: reorder both halves as the axes.

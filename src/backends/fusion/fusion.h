@@ -53,6 +53,7 @@ struct ChannelsLastRules {
   bool pools = true;              ///< the pools read "_sy_layout" NHWC too
   bool batch_norm = false;        ///< inference BatchNormalization reads NHWC too
   bool pad = false;               ///< Pad with constant pads joins (its pads permuted)
+  bool resize = false;            ///< Resize with constant scales or sizes joins (permuted)
 };
 
 /// Channels-last activations (fusion/channels_last.cc): marks the 2-D convolutions of the

@@ -234,7 +234,34 @@ TEST(CpuFusion, ChannelsLastRegionsMatchTheNchwGraph) {
     ir::Value* se = g.add_node("Conv", "se", {gap, w3}, {"se"})->output(0);
     ir::Value* sg = g.add_node("Sigmoid", "sig", {se}, {"sg"})->output(0);
     ir::Value* m = g.add_node("Mul", "scale", {ap->output(0), sg}, {"m"})->output(0);
-    ir::Node* cat = g.add_node("Concat", "cat", {m, ap->output(0)}, {"cat"});
+    // An FPN's upsampling: bilinear by constant scales, nearest by constant sizes, inside the
+    // region; then back down to concatenate.
+    ir::Tensor scales(DType::Float32, {4});
+    const float sv[4] = {1, 1, 2, 2};
+    std::copy(sv, sv + 4, scales.data<float>());
+    ir::Tensor no_roi(DType::Float32, {0});
+    ir::Node* up =
+        g.add_node("Resize", "up",
+                   {m, g.add_constant("roi", no_roi), g.add_constant("scales", scales)}, {"up"});
+    up->set_attribute(ir::Attribute::make_string("mode", "linear"));
+    ir::Tensor sizes(DType::Int64, {4});
+    const int64_t zv[4] = {1, 16, 5, 5};
+    std::copy(zv, zv + 4, sizes.data<int64_t>());
+    ir::Value* down = g.add_node("Resize", "down",
+                                 {up->output(0), g.add_constant("roi2", no_roi), nullptr,
+                                  g.add_constant("sizes", sizes)},
+                                 {"down"})
+                          ->output(0);
+    // Sizes computed in the graph (an FPN's Shape of another level): a Gather reorders them.
+    ir::Value* shape_of_up = g.add_node("Shape", "shape_up", {up->output(0)}, {"su"})->output(0);
+    ir::Value* up2 =
+        g.add_node("Resize", "up2", {down, g.add_constant("roi3", no_roi), nullptr, shape_of_up},
+                   {"up2"})
+            ->output(0);
+    ir::Node* pool2 = g.add_node("MaxPool", "pool2", {up2}, {"pool2"});
+    pool2->set_attribute(ir::Attribute::make_ints("kernel_shape", {2, 2}));
+    pool2->set_attribute(ir::Attribute::make_ints("strides", {2, 2}));
+    ir::Node* cat = g.add_node("Concat", "cat", {pool2->output(0), ap->output(0)}, {"cat"});
     cat->set_attribute(ir::Attribute::make_int("axis", 1));
     g.add_output(cat->output(0));
     ir::Tensor x = random_tensor(DType::Float32, {1, 8, 9, 9}, 73);

@@ -281,10 +281,89 @@ class ResizeKernel final : public backends::Kernel {
     return true;
   }
 
+  // A channels-last image [N, H, W, C] resized over H and W (N and C one tap each, none
+  // outside): each output pixel is a weighted sum of input pixels, C values at a time, with
+  // the general walk's taps, weights and summation order per element (so the same bits).
+  template <typename T>
+  bool fill_channels_last(const T* x, T* y, const std::vector<int64_t>& out_shape,
+                          const std::vector<AxisTaps>& taps, int threads) const {
+    if (out_shape.size() != 4) return false;
+    // N and C must read one tap per output index (as fill_planes' leading axes).
+    std::vector<int64_t> offset[2];
+    std::vector<double> weight[2];
+    for (size_t k = 0; k < 2; ++k) {
+      const AxisTaps& t = taps[k == 0 ? 0 : 3];
+      for (int64_t o = 0; o < out_shape[k == 0 ? 0 : 3]; ++o) {
+        if (t.outside[static_cast<size_t>(o)]) return false;
+        int64_t pick = -1;
+        for (int64_t j = 0; j < t.width; ++j) {
+          if (t.weight[static_cast<size_t>(o * t.width + j)] == 0) continue;
+          if (pick >= 0) return false;
+          pick = j;
+        }
+        const size_t slot = static_cast<size_t>(o * t.width + std::max<int64_t>(pick, 0));
+        offset[k].push_back(t.offset[slot]);
+        weight[k].push_back(pick >= 0 ? t.weight[slot] : 0.0);
+      }
+    }
+    const AxisTaps& ty = taps[1];
+    const AxisTaps& tx = taps[2];
+    const int64_t oh = out_shape[1], ow = out_shape[2], c = out_shape[3];
+    const bool nearest = mode_ == ResizeMode::Nearest;
+    const T extrapolated = from_double<T>(extrapolation_);
+    const int64_t wy = ty.width, wx = tx.width;
+    parallel_for(
+        out_shape[0] * oh, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, ow * c)), threads,
+        [&](int64_t begin, int64_t end) {
+          std::vector<double> acc(static_cast<size_t>(c));
+          for (int64_t r = begin; r < end; ++r) {
+            const int64_t n = r / oh, oy = r % oh;
+            const int64_t lead = offset[0][static_cast<size_t>(n)];
+            const double w_n = 1.0 * weight[0][static_cast<size_t>(n)];
+            T* row = y + r * ow * c;
+            for (int64_t ox = 0; ox < ow; ++ox) {
+              T* px = row + ox * c;
+              if (ty.outside[static_cast<size_t>(oy)] || tx.outside[static_cast<size_t>(ox)]) {
+                std::fill(px, px + c, extrapolated);
+                continue;
+              }
+              if (nearest) {
+                const T* src = x + lead + ty.offset[static_cast<size_t>(oy * wy)] +
+                               tx.offset[static_cast<size_t>(ox * wx)];
+                for (int64_t ch = 0; ch < c; ++ch) px[ch] = src[offset[1][static_cast<size_t>(ch)]];
+                continue;
+              }
+              std::fill(acc.begin(), acc.end(), 0.0);
+              for (int64_t ky = 0; ky < wy; ++ky) {
+                const size_t sy = static_cast<size_t>(oy * wy + ky);
+                const double w_y = w_n * ty.weight[sy];
+                for (int64_t kx = 0; kx < wx; ++kx) {
+                  const size_t sx = static_cast<size_t>(ox * wx + kx);
+                  const double w_yx = w_y * tx.weight[sx];
+                  const T* src = x + lead + ty.offset[sy] + tx.offset[sx];
+                  for (int64_t ch = 0; ch < c; ++ch) {
+                    // the general walk's product, in axis order: n, y, x, c
+                    const double w = w_yx * weight[1][static_cast<size_t>(ch)];
+                    if (w != 0)
+                      acc[static_cast<size_t>(ch)] +=
+                          w * static_cast<double>(
+                                  convert<compute_t<T>>(src[offset[1][static_cast<size_t>(ch)]]));
+                  }
+                }
+              }
+              for (int64_t ch = 0; ch < c; ++ch)
+                px[ch] = from_double<T>(acc[static_cast<size_t>(ch)]);
+            }
+          }
+        });
+    return true;
+  }
+
   template <typename T>
   void fill(const T* x, T* y, const std::vector<int64_t>& out_shape,
             const std::vector<AxisTaps>& taps, int threads) const {
     if (fill_planes(x, y, out_shape, taps, threads)) return;
+    if (fill_channels_last(x, y, out_shape, taps, threads)) return;
     const int64_t rank = static_cast<int64_t>(out_shape.size());
     const int64_t total = ir::checked_numel(out_shape);
     const bool nearest = mode_ == ResizeMode::Nearest;
