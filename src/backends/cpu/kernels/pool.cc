@@ -28,18 +28,26 @@ constexpr int64_t kMaxWindowTableEntries = int64_t{1} << 26;
 
 // oneDNN's max pooling lets a number win over NaN, where numpy's max (and ONNX Runtime) let NaN
 // win; a float32 input holding a NaN takes the direct loop instead. One vectorised read.
+// Whether p[0..n) holds a NaN. A float sum of x * 0 vectorizes (an integer test of x != x does
+// not): it is NaN when the block holds a NaN or an infinity, and only then is it tested exactly.
+bool block_holds_nan(const float* __restrict p, int64_t n) {
+  float probe = 0;
+#pragma omp simd reduction(+ : probe)
+  for (int64_t i = 0; i < n; ++i) probe += p[i] * 0.0f;
+  if (probe == probe) return false;
+  for (int64_t i = 0; i < n; ++i)
+    if (p[i] != p[i]) return true;
+  return false;
+}
+
 bool holds_nan(const ir::Tensor& x, int threads) {
   if (x.dtype() != DType::Float32) return false;
   const float* p = x.data<float>();
   std::atomic<bool> found{false};
-  parallel_for(x.numel(), int64_t{1} << 16, threads, [&](int64_t begin, int64_t end) {
-    for (int64_t b = begin; b < end && !found.load(std::memory_order_relaxed); b += 4096) {
-      int64_t e = std::min(end, b + 4096);
-      int any = 0;
-#pragma omp simd reduction(| : any)
-      for (int64_t i = b; i < e; ++i) any |= p[i] != p[i];
-      if (any) found.store(true, std::memory_order_relaxed);
-    }
+  parallel_for(x.numel(), int64_t{1} << 16, threads, [p, &found](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end && !found.load(std::memory_order_relaxed); b += 16384)
+      if (block_holds_nan(p + b, std::min(end, b + 16384) - b))
+        found.store(true, std::memory_order_relaxed);
   });
   return found.load(std::memory_order_relaxed);
 }
