@@ -146,6 +146,8 @@ void infer_grid_sample(InferContext& ctx) {
   const ir::Type& x = ctx.input_tensor(0);
   const ir::Type& grid = ctx.input_tensor(1);
   if (x.has_rank() && x.rank() < 3) ctx.fail("X has rank {}, expected at least 3", x.rank());
+  if (grid.has_rank() && grid.rank() < 3)
+    ctx.fail("grid has rank {}, expected at least 3", grid.rank());
   if (x.has_rank() && grid.has_rank() && x.rank() != grid.rank())
     ctx.fail("grid has rank {}, expected {} like X", grid.rank(), x.rank());
   if (!x.has_rank() && !grid.has_rank()) {

@@ -356,5 +356,32 @@ TEST(FuzzRegressions, ReduceOfAnEmptyTensorWithHugeDims) {
   }
 }
 
+// fuzz_compile_run (campaign C), signed overflow in the EyeLike kernel: r + k with k = INT64_MAX.
+// Any k whose diagonal lies outside the matrix gives zeros.
+TEST(FuzzRegressions, EyeLikeWithAnExtremeK) {
+  for (int64_t k : {kInt64Max, std::numeric_limits<int64_t>::min(), int64_t{1}, int64_t{-2}}) {
+    onnx::ModelProto m = make_model(9, {{"x", onnx::TensorProto::FLOAT, {3, 4}}},
+                                    {{"y", onnx::TensorProto::FLOAT, {3, 4}}});
+    add_int(add_node(m.mutable_graph(), "EyeLike", {"x"}, {"y"}), "k", k);
+    std::map<std::string, Tensor> out = import_compile_run(m);
+    const Tensor& y = out.at("y");
+    for (int64_t r = 0; r < 3; ++r)
+      for (int64_t c = 0; c < 4; ++c)
+        EXPECT_EQ(y.data<float>()[r * 4 + c], c - r == k ? 1.0f : 0.0f) << k << " " << r << c;
+  }
+}
+
+// fuzz_import (campaign C), UB in GridSample inference: a scalar grid (rank 0) beside an X of
+// unknown rank read grid.shape.back() of an empty shape.
+TEST(FuzzRegressions, GridSampleWithAScalarGrid) {
+  onnx::ModelProto m =
+      make_model(16, {{"x", onnx::TensorProto::FLOAT, {}}, {"grid", onnx::TensorProto::FLOAT, {}}},
+                 {{"y", onnx::TensorProto::FLOAT, {}}});
+  // x: no shape at all (unknown rank); grid: a scalar (rank 0, an empty shape).
+  m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->clear_shape();
+  add_node(m.mutable_graph(), "GridSample", {"x", "grid"}, {"y"});
+  expect_error([&] { import_and_infer(m); }, ErrorCode::InvalidModel, "grid has rank 0");
+}
+
 }  // namespace
 }  // namespace switchyard

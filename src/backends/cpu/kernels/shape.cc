@@ -228,7 +228,11 @@ class EyeLikeKernel : public backends::Kernel {
       using T = decltype(tag);
       T* p = out.data<T>();
       std::memset(static_cast<void*>(p), 0, out.nbytes());
+      // The diagonal's rows: c = r + k inside [0, cols), without forming r + k for any k
+      // (k may be near INT64_MAX or INT64_MIN).
       for (int64_t r = 0; r < rows; ++r) {
+        if (k_ >= cols || k_ <= -rows) break;  // no element of the diagonal lies inside
+        if (k_ < 0 && r < -k_) continue;
         int64_t c = r + k_;
         if (c >= 0 && c < cols) p[r * cols + c] = convert<T>(1);
       }
