@@ -29,7 +29,8 @@ inline bool internal_errors_allowed() {
 }
 
 /// Runs `body`; returns true when it finished, false when it threw an accepted switchyard::Error.
-/// Any other exception, or an Internal error, prints what escaped and aborts.
+/// Any other exception, or an Internal error, prints what escaped and aborts. The message starts
+/// with "ERROR:" because libFuzzer's fork mode keeps only such lines of a child's log.
 template <typename F>
 bool run_expecting_only_errors(const char* target, F&& body) {
   try {
@@ -37,16 +38,16 @@ bool run_expecting_only_errors(const char* target, F&& body) {
     return true;
   } catch (const Error& e) {
     if (e.code() == ErrorCode::Internal && !internal_errors_allowed()) {
-      std::fprintf(stderr, "%s: an Internal error escaped (a bug, not a refusal): %s\n", target,
+      std::fprintf(stderr, "ERROR: %s: an Internal error escaped (a bug, not a refusal): %s\n", target,
                    e.what());
       std::abort();
     }
     return false;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: a non-switchyard exception escaped: %s\n", target, e.what());
+    std::fprintf(stderr, "ERROR: %s: a non-switchyard exception escaped: %s\n", target, e.what());
     std::abort();
   } catch (...) {
-    std::fprintf(stderr, "%s: an exception of unknown type escaped\n", target);
+    std::fprintf(stderr, "ERROR: %s: an exception of unknown type escaped\n", target);
     std::abort();
   }
 }
