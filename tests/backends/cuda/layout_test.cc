@@ -1,4 +1,5 @@
-// The CUDA backend's channels-last rewrite (backends/cuda/layout.cc), checked on the graph it
+// The CUDA backend's channels-last rewrite (backends/cuda/layout.cc over the shared
+// backends/fusion/channels_last.cc), checked on the graph it
 // produces: which nodes store their activations NHWC, where the Transposes go, and that every
 // original value keeps its name, type and readers. Needs no GPU.
 #include <gtest/gtest.h>

@@ -552,7 +552,7 @@ class MatMulKernel : public backends::Kernel {
 
  private:
   MatMulActivation act_;
-  float alpha_;  // "_sy_alpha": a fused scale of the product (matmul_fusion.cc)
+  float alpha_;  // "_sy_alpha": a fused scale of the product (backends/fusion/matmul_epilogue.cc)
   PlanCache cache_;
 };
 
