@@ -1,7 +1,7 @@
 """Export test models of the architecture families beyond the five reference models.
 
 Seeded random weights, no downloads; the same output format as
-/work/shared/reference/make_models.py, so ort_bench.js (REFERENCE_MODELS=<this folder>) and
+../shared/reference/make_models.py (beside the repo), so ort_bench.js (REFERENCE_MODELS=<this folder>) and
 `switchyard bench --inputs <name>.ref.npz` run them unchanged.
 
 Run with Debian's interpreter (python3-torch 1.13, python3-torchvision 0.14, python3-onnx 1.12):
@@ -71,7 +71,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 MODELS_DIR = os.environ.get("FAMILY_MODELS") or os.path.join(REPO, "build", "family_models")
-REFERENCE = "/work/shared/reference"
+REFERENCE = os.environ.get("SHARED_REFERENCE") or os.path.join(REPO, "..", "shared", "reference")
 SEED = 1234
 OPSET = 17
 

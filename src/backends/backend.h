@@ -55,6 +55,10 @@ struct Partition {
   /// Per input: 1 when every read of it here is a host input of its kernel
   /// (Backend::host_inputs), so it arrives in host memory instead of this device's.
   std::vector<char> input_on_host;
+  /// The host's kernels (the cpu's), for a device that runs small shape computations on the
+  /// host inside its partition (runs_shape_steps_inline); filled in by the runtime, so no
+  /// backend includes another's headers. nullptr: the partition has no host steps.
+  const KernelRegistry* host_kernels = nullptr;
 };
 
 /// Nodes of the user's graph that run as one fused kernel: `members[0]` is the node that

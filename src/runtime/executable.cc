@@ -91,6 +91,7 @@ std::shared_ptr<const Executable> Executable::compile(
   for (const auto& d : devices) raw.push_back(d.get());
   exe->placement_ = placement::place(*graph, raw, options.policy);
   exe->placement_.report.model = graph->name();
+  for (backends::Partition& p : exe->placement_.partitions) p.host_kernels = raw[0]->host_kernels();
   const placement::Placement& pl = exe->placement_;
   for (size_t p = 0; p < pl.partitions.size(); ++p)
     exe->compiled_.push_back(

@@ -38,8 +38,8 @@ bool run_expecting_only_errors(const char* target, F&& body) {
     return true;
   } catch (const Error& e) {
     if (e.code() == ErrorCode::Internal && !internal_errors_allowed()) {
-      std::fprintf(stderr, "ERROR: %s: an Internal error escaped (a bug, not a refusal): %s\n", target,
-                   e.what());
+      std::fprintf(stderr, "ERROR: %s: an Internal error escaped (a bug, not a refusal): %s\n",
+                   target, e.what());
       std::abort();
     }
     return false;

@@ -12,7 +12,6 @@
 #include <set>
 #include <unordered_map>
 
-#include "backends/cpu/cpu_kernels.h"
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/fusion.h"
@@ -36,8 +35,10 @@ constexpr size_t kMaxGraphsPerPartition = 8;
 // kernel's host input (a Reshape target). Its results are never partition outputs, which must be
 // in device memory; a node that misses a condition runs its CUDA kernel as before.
 std::set<const ir::Node*> find_host_steps(const ir::Graph& g, const std::vector<char>& on_host,
-                                          const backends::KernelRegistry& kernels) {
-  const backends::KernelRegistry& host = cpu::cpu_kernels();
+                                          const backends::KernelRegistry& kernels,
+                                          const backends::KernelRegistry* host_kernels) {
+  if (host_kernels == nullptr) return {};
+  const backends::KernelRegistry& host = *host_kernels;
   std::set<const ir::Value*> host_inputs;
   for (size_t i = 0; i < g.inputs().size(); ++i)
     if (i < on_host.size() && on_host[i]) host_inputs.insert(g.inputs()[i]);
@@ -109,7 +110,10 @@ struct GraphEntry {
 class CudaPartition : public backends::CompiledPartition {
  public:
   CudaPartition(const backends::Partition& p, const CudaBackend& backend)
-      : backend_(backend), index_(p.index), input_on_host_(p.input_on_host) {
+      : backend_(backend),
+        index_(p.index),
+        input_on_host_(p.input_on_host),
+        host_kernels_(p.host_kernels) {
     use_device(backend.index());
     std::map<const ir::Node*, const ir::Node*> origin;
     graph_ = backends::clone_partition(p, origin);
@@ -248,13 +252,14 @@ class CudaPartition : public backends::CompiledPartition {
     for (const ir::Value* in : graph_->inputs())
       if (!in->type().is_tensor()) capturable_ = false;
 
-    const std::set<const ir::Node*> host_steps = find_host_steps(*graph_, input_on_host_, kernels);
+    const std::set<const ir::Node*> host_steps =
+        find_host_steps(*graph_, input_on_host_, kernels, host_kernels_);
     std::vector<int> last_use(num_slots_, -1);
     for (const auto& n : graph_->nodes()) {
       Step step;
       step.node = n.get();
       step.on_host = host_steps.count(n.get()) > 0;
-      step.kernel = step.on_host ? cpu::cpu_kernels().create(*n) : kernels.create(*n);
+      step.kernel = step.on_host ? host_kernels_->create(*n) : kernels.create(*n);
       std::vector<int> hi = kernels.host_inputs(*n);
       if (step.on_host) {
         hi.resize(n->num_inputs());
@@ -535,6 +540,7 @@ class CudaPartition : public backends::CompiledPartition {
   const CudaBackend& backend_;
   int index_;
   std::vector<char> input_on_host_;
+  const backends::KernelRegistry* host_kernels_;  // Partition::host_kernels (host steps)
   std::unique_ptr<ir::Graph> graph_;
   std::vector<backends::FusionGroup> fusions_;  // the shared fusions it made (fusion.h)
   std::vector<Step> steps_;

@@ -97,4 +97,13 @@ To float_to_int(double v) {
 constexpr int64_t kCheapGrain = 32768;
 constexpr int64_t kMathGrain = 4096;
 
+/// The logistic function without overflow for large |x| (the Sigmoid kernel's, and the fused
+/// sigmoid and swish epilogues' on the paths oneDNN does not take).
+template <typename V>
+V sigmoid(V x) {
+  V e = std::exp(-std::abs(x));
+  V r = V(1) / (V(1) + e);
+  return x >= V(0) ? r : e * r;
+}
+
 }  // namespace switchyard::cpu

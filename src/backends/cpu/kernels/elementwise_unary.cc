@@ -67,13 +67,6 @@ SY_FLOAT_UNARY(HardSwish, x* std::max(V(0), std::min(V(1), x / V(6) + V(0.5))))
 #undef SY_FLOAT_UNARY
 
 template <typename V>
-V sigmoid(V x) {
-  V e = std::exp(-std::abs(x));
-  V r = V(1) / (V(1) + e);
-  return x >= V(0) ? r : e * r;
-}
-
-template <typename V>
 V softplus(V x) {
   return x > V(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
 }

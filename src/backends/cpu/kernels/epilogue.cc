@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <utility>
 
 #include "backends/cpu/kernels/common.h"
+#include "backends/cpu/kernels/elementwise_internal.h"
 #include "backends/fusion/fusion.h"
 #include "ir/check.h"
 
@@ -21,19 +23,15 @@ V activate(Epilogue::Act act, V lo, V hi, V x) {
     case Epilogue::Act::Gelu:
       return V(0.5) * x * (V(1) + std::erf(x * V(0.7071067811865476)));
     case Epilogue::Act::Sigmoid:
-      return x >= V(0) ? V(1) / (V(1) + std::exp(-x)) : std::exp(x) / (V(1) + std::exp(x));
+      return sigmoid(x);
     case Epilogue::Act::Tanh:
       return std::tanh(x);
     case Epilogue::Act::Clip:
       return x < lo ? lo : (x > hi ? hi : x);
     case Epilogue::Act::HardSwish:
       return x * std::max(V(0), std::min(V(1), x / V(6) + V(0.5)));
-    case Epilogue::Act::Swish: {
-      // x * sigmoid(x), the sigmoid as the standalone kernel computes it
-      V e = std::exp(-std::abs(x));
-      V r = V(1) / (V(1) + e);
-      return x * (x >= V(0) ? r : e * r);
-    }
+    case Epilogue::Act::Swish:
+      return x * sigmoid(x);
     case Epilogue::Act::None:
       break;
   }
@@ -46,24 +44,17 @@ Epilogue Epilogue::of(const ir::Node& node) {
   Epilogue e;
   std::string name = node.attr_string(backends::kFusedActivationAttr, "");
   if (name.empty()) return e;
-  if (name == "Relu") {
-    e.act = Act::Relu;
-  } else if (name == "Gelu") {
-    e.act = Act::Gelu;
-  } else if (name == "Sigmoid") {
-    e.act = Act::Sigmoid;
-  } else if (name == "Tanh") {
-    e.act = Act::Tanh;
-  } else if (name == "HardSwish") {
-    e.act = Act::HardSwish;
-  } else if (name == "Swish") {
-    e.act = Act::Swish;
-  } else if (name == "Clip") {
-    e.act = Act::Clip;
+  static const std::pair<const char*, Act> kNames[] = {
+      {"Relu", Act::Relu}, {"Gelu", Act::Gelu},           {"Sigmoid", Act::Sigmoid},
+      {"Tanh", Act::Tanh}, {"HardSwish", Act::HardSwish}, {"Swish", Act::Swish},
+      {"Clip", Act::Clip}};
+  for (const auto& [n, act] : kNames)
+    if (name == n) e.act = act;
+  SY_CHECK(e.act != Act::None, Internal, "{}: unknown fused activation '{}'", node.describe(),
+           name);
+  if (e.act == Act::Clip) {
     e.lo = node.attr_float(backends::kFusedClipMinAttr, -INFINITY);
     e.hi = node.attr_float(backends::kFusedClipMaxAttr, INFINITY);
-  } else {
-    SY_THROW(Internal, "{}: unknown fused activation '{}'", node.describe(), name);
   }
   return e;
 }
