@@ -110,6 +110,9 @@ const std::vector<ConvCase>& conv_cases() {
       {{1, 2, 5, 6, 4}, {4, 2, 2, 3, 2}, 1, {1, 2, 1}, {1, 1, 2}, {1, 0, 1, 0, 1, 1}},
       {{1, 16, 6, 6}, {32, 16, 1, 1}, 1, {}, {}, {}, "NOTSET", true},
       {{1, 2, 3, 4, 3, 3}, {2, 1, 2, 2, 2, 2}, 2, {}, {}, {}, "NOTSET", true},  // 4-D spatial
+      // 3x3 stride 1 over 64 channels and 16x16 pixels: oneDNN's Winograd algorithm where
+      // the CPU has AVX-512 (conv.cc's winograd_pays), with a ragged 2x2 output tile edge.
+      {{1, 64, 17, 16}, {64, 64, 3, 3}, 1, {}, {}, {1, 1, 1, 1}},
   };
   return cases;
 }

@@ -160,6 +160,18 @@ TEST(CpuFusion, ConvResidualAndChannelConstantAddsFold) {
   }
 }
 
+TEST(CpuFusion, WinogradConvWithResidualAndRelu) {
+  // 64 channels at 16x16, 3x3 stride 1: the Winograd plan (on AVX-512) with the residual as a
+  // sum post-op into its blocked destination and the activation after it.
+  ConvGraph cg(64, 64, 3, 1, DType::Float32, 16);
+  ir::Value* a = cg.g.add_node("Add", "add_x", {cg.y, cg.x}, {"a"})->output(0);
+  ir::Value* y = cg.g.add_node("Relu", "relu", {a}, {"y"})->output(0);
+  cg.g.add_output(y);
+  Outcome o = run_both(cg.g, {random_tensor(DType::Float32, {1, 64, 16, 16}, 7)});
+  expect_close(o);
+  EXPECT_EQ(members(o, 0), (std::vector<std::string>{"conv", "add_x", "relu"}));
+}
+
 TEST(CpuFusion, DepthwiseConvWithRelu6AndFloat64LoopPath) {
   {
     ConvGraph cg(16, 16, 3, 16);

@@ -3,6 +3,7 @@
 #include <array>
 #include <cstring>
 #include <numeric>
+#include <optional>
 
 #include "backends/cpu/kernels/conv_internal.h"
 #include "backends/cpu/kernels/dnnl_util.h"
@@ -88,6 +89,18 @@ void check_output_fits(const backends::KernelContext& ctx, const ConvDims& d, DT
   int64_t per_group = d.group > 0 ? d.in_channels / d.group : d.in_channels;
   ir::checked_mul(ir::checked_mul(numel, d.kernel_size(), what), std::max<int64_t>(per_group, 1),
                   what + " work");
+}
+
+// Whether a float32 convolution is one where oneDNN's Winograd algorithm beats its direct one
+// (measured in bench/RESULTS.md): 2-D 3x3, stride 1, no dilation, one group, at least 64 input
+// and output channels (below that the transforms cost more than the products save) and at least
+// 256 output pixels over the batch (below that the product reads its weights, 16/9 as large as
+// the direct algorithm's, once per few pixels and is bound by memory).
+bool winograd_pays(const ConvDims& d) {
+  if (d.in.size() != 2 || d.group != 1) return false;
+  for (size_t s = 0; s < 2; ++s)
+    if (d.kernel[s] != 3 || d.strides[s] != 1 || d.dilations[s] != 1) return false;
+  return d.in_channels >= 64 && d.out_channels >= 64 && d.batch * d.out_size() >= 256;
 }
 
 // A conv-family call's dims and, where oneDNN takes it, its oneDNN plan.
@@ -343,13 +356,26 @@ class ConvKernel : public ConvFamilyKernel {
       auto any_of = [](const dnnl::memory::desc& md) {
         return dnnl::memory::desc(md.dims(), md.data_type(), dnnl::memory::format_tag::any);
       };
-      dnnl::convolution_forward::desc desc(
-          dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-          blocked ? any_of(a.src) : a.src, a.weights_any, a.bias, blocked ? any_of(a.dst) : a.dst,
-          a.strides, a.dilations, a.pad_begin, a.pad_end);
-      dnnl::convolution_forward::primitive_desc pd(desc, plan_attr(), dnnl_engine());
+      auto primitive_desc = [&](dnnl::algorithm alg, bool any_layout) {
+        dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, alg,
+                                             any_layout ? any_of(a.src) : a.src, a.weights_any,
+                                             a.bias, any_layout ? any_of(a.dst) : a.dst, a.strides,
+                                             a.dilations, a.pad_begin, a.pad_end);
+        return dnnl::convolution_forward::primitive_desc(desc, plan_attr(), dnnl_engine());
+      };
+      std::optional<dnnl::convolution_forward::primitive_desc> pd;
+      if (winograd_pays(d)) {
+        // Winograd works on oneDNN's blocked layouts (reorders from and to the graph's layout
+        // included, it still wins for these shapes); oneDNN declines it on CPUs without
+        // AVX-512 and for some post-ops, and then the direct algorithm runs.
+        try {
+          pd = primitive_desc(dnnl::algorithm::convolution_winograd, true);
+        } catch (const dnnl::error&) {
+        }
+      }
+      if (!pd) pd = primitive_desc(dnnl::algorithm::convolution_direct, blocked);
       plan->dnnl = finish_plan<dnnl::convolution_forward>(
-          pd, a.src, a.dst, plain_desc(wdims, dnnl::memory::data_type::f32), w, constant_weights_,
+          *pd, a.src, a.dst, plain_desc(wdims, dnnl::memory::data_type::f32), w, constant_weights_,
           residual_);
     } catch (const dnnl::error&) {
       plan->dnnl = nullptr;  // oneDNN declines this shape: the direct loop covers it
