@@ -8,7 +8,7 @@
 #include "onnx/import.h"
 #include "placement/report.h"
 #include "plugins.h"
-#include "runtime/executable.h"
+#include "compiler/compiler.h"
 
 namespace switchyard {
 
@@ -136,7 +136,7 @@ Executable Model::compile(const Options& options) && {
 }
 
 Executable Model::compile_graph(const Options& options) {
-  runtime::CompileOptions co;
+  compiler::CompileOptions co;
   co.num_threads = options.num_threads;
   co.shape_cache_capacity = options.shape_cache_capacity;
   co.optimize = options.optimize;
@@ -144,7 +144,7 @@ Executable Model::compile_graph(const Options& options) {
   auto devices = make_devices(options);
   std::unique_ptr<ir::Graph> graph(graph_.release());
   Executable exe;
-  exe.impl_ = runtime::Executable::compile(std::move(graph), std::move(devices), co);
+  exe.impl_ = compiler::compile(std::move(graph), std::move(devices), co);
   return exe;
 }
 

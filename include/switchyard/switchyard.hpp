@@ -23,8 +23,8 @@ namespace switchyard {
 namespace ir {
 class Graph;
 }
-namespace runtime {
-class Executable;
+namespace compiler {
+class CompiledModel;
 }
 
 /// How a model is compiled and where it may run. The placement fields take the CLI's
@@ -180,11 +180,11 @@ class SWITCHYARD_API Executable {
   /// The placement report as text, "json", "dot" or "html" (docs/placement.md).
   std::string explain(const std::string& format = "text") const;
   /// The internal executable (for tools and tests inside the project).
-  const runtime::Executable& internal() const { return *impl_; }
+  const compiler::CompiledModel& internal() const { return *impl_; }
 
  private:
   friend class Model;
-  std::shared_ptr<const runtime::Executable> impl_;
+  std::shared_ptr<const compiler::CompiledModel> impl_;
 };
 
 }  // namespace switchyard

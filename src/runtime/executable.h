@@ -1,7 +1,7 @@
-// Executable: a model compiled once — types inferred, optimized, placed on devices under a
-// policy, cut into partitions that each device's backend compiles — and run at any input shape
-// its symbolic dims allow. Immutable after compile; run() is thread-safe and reentrant (per-run
-// scratch comes from pools, never from members).
+// Executable: what the compiler produced (src/compiler/), run at any input shape its symbolic
+// dims allow — compiled partitions in order on their devices, with the copies between them.
+// Immutable once built; run() is thread-safe and reentrant (per-run scratch comes from pools,
+// never from members). The runtime knows nothing of how the plan was made (passes, placement).
 #pragma once
 
 #include <atomic>
@@ -15,21 +15,46 @@
 #include "backends/backend.h"
 #include "backends/profiler.h"
 #include "ir/graph.h"
-#include "placement/placer.h"
 
 namespace switchyard::runtime {
 
-struct CompileOptions {
+/// How runs behave (set at compile time, fixed for the executable's life).
+struct RuntimeOptions {
   /// Threads per run (0 = every core of the machine).
   int num_threads = 0;
   /// Shape signatures whose prepared state (memory pools) is kept, least recently used first out.
   size_t shape_cache_capacity = 8;
-  /// Run the optimization passes (constant folding, dead-node removal).
-  bool optimize = true;
   /// Fill fresh buffers with 0xFF bytes (tests use it to catch reads of unwritten memory).
   bool poison_buffers = false;
-  /// Where nodes may and should run.
-  placement::Policy policy;
+};
+
+/// The program of an executable: the compiled partitions in execution order and the values
+/// that cross between them, by dense id.
+struct ExecutionPlan {
+  /// A value moved from one device's memory to another's (indices into the device list).
+  struct Copy {
+    int value = 0;
+    int from_device = 0;
+    int to_device = 0;
+  };
+  /// One compiled partition and what surrounds its run.
+  struct Step {
+    int device = 0;
+    std::unique_ptr<backends::CompiledPartition> partition;
+    std::vector<int> inputs;          ///< value ids in the partition's input order
+    std::vector<char> input_on_host;  ///< per input: 1 when it is read from host memory
+    std::vector<int> outputs;         ///< value ids in the partition's output order
+    std::vector<Copy> copies_before;
+    /// Values read only through Shape/Size: only their shape crosses (no data, no copy).
+    std::vector<Copy> shape_transfers_before;
+    std::vector<int> release_after;        ///< value ids no later step or output reads
+    const ir::Node* first_node = nullptr;  ///< named when a stop request is seen before it
+  };
+  /// Crossing values by id; the graph inputs come first, in graph-input order.
+  std::vector<const ir::Value*> values;
+  std::vector<Step> steps;
+  /// Graph outputs produced off the host, copied there after the last step.
+  std::vector<Copy> final_copies;
 };
 
 struct RunStats {
@@ -48,20 +73,13 @@ struct RunControl {
 
 class Executable {
  public:
-  /// Infers types, verifies, optimizes, places every node on one of `devices` (devices[0] must
-  /// be the host cpu) under options.policy, and compiles each partition on its device. Throws
-  /// Unsupported / InvalidModel for the graph, InvalidArgument for bad options,
-  /// PlacementFailed when the policy cannot be met.
-  static std::shared_ptr<const Executable> compile(
-      std::unique_ptr<ir::Graph> graph,
-      std::vector<std::shared_ptr<const backends::Backend>> devices,
-      const CompileOptions& options = {});
+  /// `devices[0]` is the host cpu; every step's device indexes `devices`.
+  Executable(std::unique_ptr<ir::Graph> graph,
+             std::vector<std::shared_ptr<const backends::Backend>> devices, ExecutionPlan plan,
+             const RuntimeOptions& options);
 
   const ir::Graph& graph() const { return *graph_; }
-  const CompileOptions& options() const { return options_; }
-  const placement::PlacementReport& placement_report() const { return placement_.report; }
-  /// "sim:0: 29 of 31 nodes in 2 partitions; cpu: 2 nodes — ...".
-  std::string placement_summary() const { return placement_.report.summary(); }
+  const RuntimeOptions& options() const { return options_; }
 
   /// Runs with inputs in graph-input order. Checks each input's kind, dtype, rank and dims
   /// against the declared type (symbolic dims must agree across inputs); throws
@@ -79,29 +97,17 @@ class Executable {
   size_t cached_shape_signatures() const;
 
  private:
-  Executable() = default;
   using PoolSet = std::vector<std::shared_ptr<backends::HostPool>>;
   std::string check_inputs(const std::vector<ir::Datum>& inputs) const;
   PoolSet acquire_pools(const std::string& signature, bool* hit) const;
   void release_pools(const std::string& signature, PoolSet pools) const;
-  int value_id(const ir::Value* v) const;
 
   std::unique_ptr<ir::Graph> graph_;
-  CompileOptions options_;
   std::vector<std::shared_ptr<const backends::Backend>> devices_;
-  placement::Placement placement_;
-  std::vector<std::unique_ptr<backends::CompiledPartition>> compiled_;
+  ExecutionPlan plan_;
+  RuntimeOptions options_;
   int num_threads_ = 1;
-
-  // Values crossing partitions, by dense id.
   std::map<const ir::Value*, int> value_ids_;
-  std::vector<const ir::Value*> values_;
-  std::vector<std::vector<int>> partition_inputs_;   // value ids per partition
-  std::vector<std::vector<int>> partition_outputs_;  // value ids per partition
-  std::vector<std::vector<int>> release_after_;      // value ids to drop after each partition
-  std::vector<std::vector<const placement::PlannedCopy*>> copies_before_;
-  std::vector<const placement::PlannedCopy*> final_copies_;
-  std::vector<std::vector<const placement::PlannedCopy*>> shape_transfers_before_;
 
   // Per shape signature: idle pool sets (one pool per device), most recently used first.
   struct CacheEntry {

@@ -27,10 +27,10 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "compiler/compiler.h"
 #include "ir/check.h"
 #include "onnx/import.h"
 #include "plugins.h"
-#include "runtime/executable.h"
 
 namespace fs = std::filesystem;
 using namespace switchyard;
@@ -134,8 +134,8 @@ ir::Datum as_bfloat16_if_expected(ir::Datum d, ir::DType expected) {
 std::string g_device;
 bool g_claimed_only = false;
 
-std::shared_ptr<const runtime::Executable> compile_case(std::unique_ptr<ir::Graph> graph) {
-  runtime::CompileOptions options;
+std::shared_ptr<const compiler::CompiledModel> compile_case(std::unique_ptr<ir::Graph> graph) {
+  compiler::CompileOptions options;
   options.num_threads = 1;
   options.poison_buffers = true;
   std::vector<std::shared_ptr<const backends::Backend>> devices = {
@@ -145,7 +145,7 @@ std::shared_ptr<const runtime::Executable> compile_case(std::unique_ptr<ir::Grap
     options.policy.devices = {g_device};
     if (g_claimed_only) options.policy.fallback = placement::Fallback::Strict;
   }
-  return runtime::Executable::compile(std::move(graph), std::move(devices), options);
+  return compiler::compile(std::move(graph), std::move(devices), options);
 }
 
 Outcome run_case(const fs::path& dir) {
@@ -172,7 +172,7 @@ Outcome run_case(const fs::path& dir) {
   for (const ir::Value* v : graph->inputs()) input_types.push_back(v->type());
   std::vector<ir::Type> output_types;
   for (const ir::Value* v : graph->outputs()) output_types.push_back(v->type());
-  std::shared_ptr<const runtime::Executable> exe;
+  std::shared_ptr<const compiler::CompiledModel> exe;
   try {
     exe = compile_case(std::move(graph));
   } catch (const Error& e) {

@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "compiler/compiler.h"
 #include "ir/graph.h"
 #include "onnx/import.h"
 #include "ops/schema.h"
-#include "runtime/executable.h"
 #include "runtime/inputs.h"
 #include "switchyard/switchyard.hpp"
 

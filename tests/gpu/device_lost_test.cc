@@ -4,8 +4,8 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include "compiler/compiler.h"
 #include "gpu/gpu_test_util.h"
-#include "runtime/executable.h"
 #include "switchyard/switchyard.hpp"
 
 namespace switchyard::testing {

@@ -1,7 +1,7 @@
 #include "gpu/gpu_test_util.h"
 
+#include "compiler/compiler.h"
 #include "ir/graph.h"
-#include "runtime/executable.h"
 #include "switchyard/switchyard.hpp"
 
 namespace switchyard::testing {

@@ -33,10 +33,10 @@
 #include <string>
 #include <vector>
 
+#include "compiler/compiler.h"
 #include "gpu/gpu_test_util.h"
 #include "io/npz.h"
 #include "placement/report.h"
-#include "runtime/executable.h"
 #include "switchyard/switchyard.hpp"
 
 namespace switchyard {

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "backends/profiler.h"
+#include "compiler/compiler.h"
 #include "gpu/gpu_test_util.h"
-#include "runtime/executable.h"
 #include "switchyard/switchyard.hpp"
 
 namespace switchyard::testing {

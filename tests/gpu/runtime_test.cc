@@ -6,8 +6,8 @@
 #include <thread>
 
 #include "backends/profiler.h"
+#include "compiler/compiler.h"
 #include "gpu/gpu_test_util.h"
-#include "runtime/executable.h"
 #include "switchyard/switchyard.hpp"
 
 namespace switchyard::testing {

@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <random>
 
+#include "compiler/compiler.h"
 #include "io/npz.h"
-#include "runtime/executable.h"
 #include "switchyard/switchyard.hpp"
 
 namespace switchyard {

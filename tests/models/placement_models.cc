@@ -18,9 +18,9 @@
 #include <random>
 #include <set>
 
+#include "compiler/compiler.h"
 #include "io/npz.h"
 #include "placement/report.h"
-#include "runtime/executable.h"
 #include "switchyard/switchyard.hpp"
 
 namespace switchyard {

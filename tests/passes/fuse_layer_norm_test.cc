@@ -6,10 +6,10 @@
 #include <cmath>
 
 #include "backends/cpu/cpu_backend.h"
+#include "compiler/compiler.h"
 #include "ir/check.h"
 #include "ops/shape_inference.h"
 #include "passes/passes.h"
-#include "runtime/executable.h"
 #include "support/op_test_util.h"
 
 namespace switchyard::passes {
@@ -77,10 +77,9 @@ size_t count(const ir::Graph& g, const std::string& op) {
 }
 
 std::vector<ir::Datum> run(const ChainSpec& s, bool optimize, const ir::Tensor& x) {
-  runtime::CompileOptions options;
+  compiler::CompileOptions options;
   options.optimize = optimize;
-  auto exe =
-      runtime::Executable::compile(decomposed(s), {std::make_shared<cpu::CpuBackend>()}, options);
+  auto exe = compiler::compile(decomposed(s), {std::make_shared<cpu::CpuBackend>()}, options);
   return exe->run(std::vector<ir::Datum>{ir::Datum(x)});
 }
 

@@ -20,8 +20,8 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/sim/sim_backend.h"
+#include "compiler/compiler.h"
 #include "ops/schema.h"
-#include "runtime/executable.h"
 #include "support/op_test_util.h"
 #include "switchyard/switchyard.hpp"
 
@@ -80,13 +80,13 @@ Policy prefer(const std::string& device, std::vector<std::string> pins = {}) {
   return p;
 }
 
-std::shared_ptr<const runtime::Executable> compile(const GraphFactory& make, Devices devices,
-                                                   const Policy& policy) {
-  runtime::CompileOptions options;
+std::shared_ptr<const compiler::CompiledModel> compile(const GraphFactory& make, Devices devices,
+                                                       const Policy& policy) {
+  compiler::CompileOptions options;
   options.num_threads = 2;
   options.poison_buffers = true;
   options.policy = policy;
-  return runtime::Executable::compile(make(), std::move(devices), options);
+  return compiler::compile(make(), std::move(devices), options);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -100,7 +100,7 @@ struct Observed {
   int copy_events = 0;
 };
 
-Observed run_observed(const runtime::Executable& exe, const std::vector<ir::Tensor>& inputs) {
+Observed run_observed(const compiler::CompiledModel& exe, const std::vector<ir::Tensor>& inputs) {
   backends::Profiler profiler;
   Observed o;
   std::vector<ir::Datum> in(inputs.begin(), inputs.end());

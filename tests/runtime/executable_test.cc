@@ -6,8 +6,8 @@
 #include <thread>
 
 #include "backends/cpu/cpu_backend.h"
+#include "compiler/compiler.h"
 #include "ir/check.h"
-#include "runtime/executable.h"
 #include "support/op_test_util.h"
 
 namespace switchyard::runtime {
@@ -49,10 +49,10 @@ std::vector<float> dense_reference(const ir::Tensor& x, const ir::Tensor& w, con
 TEST(Executable, RunsConcurrentlyFromFourThreadsAtDifferentShapes) {
   ir::Tensor w = random_tensor(ir::DType::Float32, {64, 48}, 1);
   ir::Tensor b = random_tensor(ir::DType::Float32, {48}, 2);
-  CompileOptions options;
+  compiler::CompileOptions options;
   options.num_threads = 1;
   options.poison_buffers = true;
-  auto exe = Executable::compile(dense_graph(w, b), cpu_only(), options);
+  auto exe = compiler::compile(dense_graph(w, b), cpu_only(), options);
   std::vector<std::string> failures(4);
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
@@ -99,7 +99,7 @@ TEST(Executable, ReusesBuffersByLivenessAndReportsPeak) {
   for (int i = 0; i < 12; ++i)
     v = g->add_node(chain[i], "", {v}, {"v" + std::to_string(i)})->output(0);
   g->add_output(v);
-  auto exe = Executable::compile(std::move(g), cpu_only(), {});
+  auto exe = compiler::compile(std::move(g), cpu_only(), {});
   ir::Tensor x = random_tensor(ir::DType::Float32, {256, 1024}, 3);
   RunStats stats;
   auto out = exe->run(std::vector<ir::Datum>{ir::Datum(x)}, &stats);
@@ -117,9 +117,9 @@ TEST(Executable, ReusesBuffersByLivenessAndReportsPeak) {
 TEST(Executable, ShapeCacheIsBoundedAndHits) {
   ir::Tensor w = random_tensor(ir::DType::Float32, {8, 4}, 1);
   ir::Tensor b = random_tensor(ir::DType::Float32, {4}, 2);
-  CompileOptions options;
+  compiler::CompileOptions options;
   options.shape_cache_capacity = 3;
-  auto exe = Executable::compile(dense_graph(w, b), cpu_only(), options);
+  auto exe = compiler::compile(dense_graph(w, b), cpu_only(), options);
   RunStats stats;
   for (int64_t n = 1; n <= 6; ++n)
     exe->run(std::vector<ir::Datum>{ir::Datum(random_tensor(ir::DType::Float32, {n, 8}, 5))},
@@ -135,7 +135,7 @@ TEST(Executable, SymbolicDimsMustAgreeAcrossInputs) {
   ir::Value* a = g->add_input("A", ir::Type::tensor(ir::DType::Float32, ir::Shape{ir::Dim("N")}));
   ir::Value* b = g->add_input("B", ir::Type::tensor(ir::DType::Float32, ir::Shape{ir::Dim("N")}));
   g->add_output(g->add_node("Add", "add", {a, b}, {"C"})->output(0));
-  auto exe = Executable::compile(std::move(g), cpu_only(), {});
+  auto exe = compiler::compile(std::move(g), cpu_only(), {});
   try {
     exe->run(std::vector<ir::Datum>{ir::Datum(ir::Tensor(ir::DType::Float32, {3})),
                                     ir::Datum(ir::Tensor(ir::DType::Float32, {4}))});

@@ -8,8 +8,8 @@
 #include <functional>
 
 #include "backends/cpu/cpu_backend.h"
+#include "compiler/compiler.h"
 #include "ir/check.h"
-#include "runtime/executable.h"
 #include "support/op_test_util.h"
 
 namespace switchyard::runtime {
@@ -196,7 +196,7 @@ TEST(ResolveInputs, ResolvedInputsRunTheModel) {
   InputSpec spec;
   spec.seed = 9;
   ResolvedInputs r = resolve(*g, {{"in.X", x}}, spec, true);
-  auto exe = Executable::compile(two_input_graph(), {std::make_shared<cpu::CpuBackend>()});
+  auto exe = compiler::compile(two_input_graph(), {std::make_shared<cpu::CpuBackend>()});
   std::vector<ir::Datum> out = exe->run(r.values);
   ASSERT_EQ(out.size(), 2u);
   for (int64_t i = 0; i < x.numel(); ++i)

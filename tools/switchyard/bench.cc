@@ -19,10 +19,10 @@
 
 #include "bench_stats.h"
 #include "commands.h"
+#include "compiler/compiler.h"
 #include "input_options.h"
 #include "ir/check.h"
 #include "placement_options.h"
-#include "runtime/executable.h"
 #include "switchyard/switchyard.hpp"
 
 namespace switchyard::tools {
@@ -69,7 +69,7 @@ struct TimedPhase {
   Clock::time_point end;  // --duration: set by the main thread before `go`
 };
 
-void run_worker(const runtime::Executable& impl, const std::vector<ir::Datum>& inputs,
+void run_worker(const compiler::CompiledModel& impl, const std::vector<ir::Datum>& inputs,
                 const runtime::RunControl& base_control, int index, int warmup, int runs,
                 bool until_end, TimedPhase& phase) {
   runtime::RunControl control = base_control;
@@ -147,7 +147,7 @@ int bench_command(const BenchArgs& args) {
   auto compile_start = Clock::now();
   Executable exe = std::move(model).compile(options);
   auto compile_end = Clock::now();
-  const runtime::Executable& impl = exe.internal();
+  const compiler::CompiledModel& impl = exe.internal();
   std::vector<ir::Datum> inputs = resolve_input_options(args.inputs, impl.graph()).values;
 
   TimedPhase phase;

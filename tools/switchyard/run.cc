@@ -8,12 +8,12 @@
 
 #include "backends/profiler.h"
 #include "commands.h"
+#include "compiler/compiler.h"
 #include "input_options.h"
 #include "io/npz.h"
 #include "ir/check.h"
 #include "placement/report.h"
 #include "placement_options.h"
-#include "runtime/executable.h"
 #include "runtime/inputs.h"
 #include "switchyard/switchyard.hpp"
 
@@ -47,7 +47,7 @@ int run_command(const RunArgs& args) {
   Options options = args.options;
   options.num_threads = args.threads;
   Executable exe = Model::load(args.model).compile(options);
-  const runtime::Executable& impl = exe.internal();
+  const compiler::CompiledModel& impl = exe.internal();
   const ir::Graph& graph = impl.graph();
 
   runtime::ResolvedInputs resolved = resolve_input_options(args.inputs, graph);

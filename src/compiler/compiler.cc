@@ -1,0 +1,157 @@
+#include "compiler/compiler.h"
+
+#include <set>
+
+#include "ir/check.h"
+#include "ops/schema.h"
+#include "passes/passes.h"
+
+namespace switchyard::compiler {
+
+namespace {
+
+// The most arithmetic constant folding spends on one node (a second or so on one core).
+constexpr double kMaxFoldedFlops = 1e9;
+
+// Devices know each node's precision and fusions once they compiled it: the report learns them.
+void record_compiled_facts(const ir::Graph& graph, const placement::Placement& pl,
+                           const std::vector<const backends::Backend*>& devices,
+                           const std::vector<runtime::ExecutionPlan::Step>& steps,
+                           placement::PlacementReport& report) {
+  std::map<std::string, size_t> decision_of;
+  for (size_t i = 0; i < report.nodes.size(); ++i) decision_of.emplace(report.nodes[i].node, i);
+  for (size_t p = 0; p < steps.size(); ++p) {
+    for (backends::FusionGroup& group : steps[p].partition->fusions()) {
+      if (group.members.size() < 2) continue;
+      for (size_t m = 1; m < group.members.size(); ++m) {
+        auto it = decision_of.find(group.members[m]);
+        if (it != decision_of.end()) report.nodes[it->second].fused_into = group.members[0];
+      }
+      report.fusions.push_back(
+          {static_cast<int>(p), pl.partitions[p].device, std::move(group.members)});
+    }
+  }
+  const auto& nodes = graph.nodes();
+  for (size_t i = 0; i < nodes.size() && i < report.nodes.size(); ++i) {
+    int d = pl.node_device[i];
+    if (d >= 0)
+      report.nodes[i].precision = devices[static_cast<size_t>(d)]->precision_of(*nodes[i]);
+  }
+}
+
+// The runtime's program from the placement: dense ids for the values that cross partitions,
+// the copies around each partition, and when each value can be dropped.
+runtime::ExecutionPlan make_plan(const ir::Graph& graph, const placement::Placement& pl,
+                                 std::vector<std::unique_ptr<backends::CompiledPartition>> parts) {
+  runtime::ExecutionPlan plan;
+  std::map<const ir::Value*, int> ids;
+  auto id_of = [&](const ir::Value* v) {
+    auto [it, fresh] = ids.emplace(v, static_cast<int>(plan.values.size()));
+    if (fresh) plan.values.push_back(v);
+    return it->second;
+  };
+  for (const ir::Value* v : graph.inputs()) id_of(v);
+  size_t num_parts = pl.partitions.size();
+  plan.steps.resize(num_parts);
+  std::map<int, int> last_use;
+  for (size_t p = 0; p < num_parts; ++p) {
+    const backends::Partition& part = pl.partitions[p];
+    runtime::ExecutionPlan::Step& step = plan.steps[p];
+    step.device = pl.partition_device[p];
+    step.partition = std::move(parts[p]);
+    step.input_on_host = part.input_on_host;
+    if (!part.nodes.empty()) step.first_node = part.nodes.front();
+    for (const ir::Value* v : part.inputs) {
+      int id = id_of(v);
+      step.inputs.push_back(id);
+      last_use[id] = static_cast<int>(p);
+    }
+    for (const ir::Value* v : part.outputs) step.outputs.push_back(id_of(v));
+  }
+  std::set<int> keep;
+  for (const ir::Value* v : graph.outputs())
+    if (!v->is_constant()) keep.insert(id_of(v));
+  for (auto [id, p] : last_use)
+    if (!keep.count(id)) plan.steps[static_cast<size_t>(p)].release_after.push_back(id);
+  auto copy_of = [&](const placement::PlannedCopy& c) {
+    return runtime::ExecutionPlan::Copy{id_of(c.value), c.from_device, c.to_device};
+  };
+  for (const auto& c : pl.copies) {
+    if (c.before_partition < 0) {
+      plan.final_copies.push_back(copy_of(c));
+    } else {
+      plan.steps[static_cast<size_t>(c.before_partition)].copies_before.push_back(copy_of(c));
+    }
+  }
+  for (const auto& c : pl.shape_transfers)
+    plan.steps[static_cast<size_t>(c.before_partition)].shape_transfers_before.push_back(
+        copy_of(c));
+  return plan;
+}
+
+}  // namespace
+
+void optimize_graph(ir::Graph& graph, const backends::KernelRegistry& kernels) {
+  passes::PassContext ctx;
+  ctx.evaluate = [&kernels, &ctx](const ir::Node& node, const std::vector<ir::Datum>& inputs) {
+    if (!kernels.supports(node).ok) return std::vector<ir::Datum>{};
+    // Compile time stays bounded whatever the model holds: folding skips nodes whose static
+    // work is large (deterministic, unlike a timer) and caps what one evaluation allocates.
+    if (backends::estimate_node_work(node).flops > kMaxFoldedFlops) return std::vector<ir::Datum>{};
+    try {
+      return backends::evaluate_node(kernels, node, inputs, 4 * ctx.max_folded_bytes);
+    } catch (const Error&) {
+      // A node that fails on its constants is left for run time, where the error names it
+      // in context (it may sit in a branch that never runs).
+      return std::vector<ir::Datum>{};
+    }
+  };
+  // Folding makes shape inputs constant, which sharpens inference, which enables more folding.
+  for (int round = 0; round < 4; ++round) {
+    size_t folded = passes::fold_constants(graph, ctx);
+    ops::infer_types(graph);
+    if (folded == 0) break;
+  }
+  if (passes::fuse_layer_norm(graph) > 0) ops::infer_types(graph);
+  passes::remove_dead_nodes(graph, ctx);
+}
+
+CompiledModel::CompiledModel(std::shared_ptr<const runtime::Executable> executable,
+                             placement::PlacementReport report, CompileOptions options)
+    : executable_(std::move(executable)),
+      report_(std::move(report)),
+      options_(std::move(options)) {}
+
+std::shared_ptr<const CompiledModel> compile(
+    std::unique_ptr<ir::Graph> graph, std::vector<std::shared_ptr<const backends::Backend>> devices,
+    const CompileOptions& options) {
+  SY_CHECK(graph != nullptr, InvalidArgument, "compile: no graph given");
+  SY_CHECK(!devices.empty() && devices[0]->device().is_host, Internal,
+           "compile: the host cpu must be the first device");
+  ops::infer_types(*graph);
+  ir::verify(*graph);
+  if (options.optimize && devices[0]->host_kernels()) {
+    optimize_graph(*graph, *devices[0]->host_kernels());
+    ir::verify(*graph);
+  }
+  std::vector<const backends::Backend*> raw;
+  for (const auto& d : devices) raw.push_back(d.get());
+  placement::Placement pl = placement::place(*graph, raw, options.policy);
+  pl.report.model = graph->name();
+  for (backends::Partition& p : pl.partitions) p.host_kernels = raw[0]->host_kernels();
+  std::vector<std::unique_ptr<backends::CompiledPartition>> parts;
+  for (size_t p = 0; p < pl.partitions.size(); ++p)
+    parts.push_back(raw[static_cast<size_t>(pl.partition_device[p])]->compile(pl.partitions[p]));
+  runtime::ExecutionPlan plan = make_plan(*graph, pl, std::move(parts));
+  record_compiled_facts(*graph, pl, raw, plan.steps, pl.report);
+
+  runtime::RuntimeOptions ro;
+  ro.num_threads = options.num_threads;
+  ro.shape_cache_capacity = options.shape_cache_capacity;
+  ro.poison_buffers = options.poison_buffers;
+  auto exe = std::make_shared<const runtime::Executable>(std::move(graph), std::move(devices),
+                                                         std::move(plan), ro);
+  return std::make_shared<const CompiledModel>(std::move(exe), std::move(pl.report), options);
+}
+
+}  // namespace switchyard::compiler

@@ -1,0 +1,78 @@
+// The compile driver: a graph becomes an executable in one pipeline — infer types, verify,
+// optimize (passes/), place every node under the policy (placement/), lower each partition on
+// its device (the backends' compile), and hand the runtime the program it runs (runtime/).
+// The placement report, with what the devices' compiles add to it (fusions, precision), stays
+// beside the executable.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "ir/graph.h"
+#include "placement/placer.h"
+#include "runtime/executable.h"
+
+namespace switchyard::compiler {
+
+struct CompileOptions {
+  /// Threads per run (0 = every core of the machine).
+  int num_threads = 0;
+  /// Shape signatures whose prepared state (memory pools) is kept, least recently used first out.
+  size_t shape_cache_capacity = 8;
+  /// Run the optimization passes (constant folding, dead-node removal).
+  bool optimize = true;
+  /// Fill fresh buffers with 0xFF bytes (tests use it to catch reads of unwritten memory).
+  bool poison_buffers = false;
+  /// Where nodes may and should run.
+  placement::Policy policy;
+};
+
+/// A compiled model: the executable the runtime runs and how it was placed.
+class CompiledModel {
+ public:
+  CompiledModel(std::shared_ptr<const runtime::Executable> executable,
+                placement::PlacementReport report, CompileOptions options);
+
+  const runtime::Executable& executable() const { return *executable_; }
+  const ir::Graph& graph() const { return executable_->graph(); }
+  const CompileOptions& options() const { return options_; }
+  const placement::PlacementReport& placement_report() const { return report_; }
+  /// "sim:0: 29 of 31 nodes in 2 partitions; cpu: 2 nodes — ...".
+  std::string placement_summary() const { return report_.summary(); }
+
+  /// runtime::Executable::run (thread-safe).
+  std::vector<ir::Datum> run(std::vector<ir::Datum> inputs, runtime::RunStats* stats = nullptr,
+                             backends::Profiler* profiler = nullptr,
+                             const runtime::RunControl* control = nullptr) const {
+    return executable_->run(std::move(inputs), stats, profiler, control);
+  }
+  std::vector<ir::Datum> run(const std::map<std::string, ir::Datum>& inputs,
+                             runtime::RunStats* stats = nullptr,
+                             backends::Profiler* profiler = nullptr,
+                             const runtime::RunControl* control = nullptr) const {
+    return executable_->run(inputs, stats, profiler, control);
+  }
+  size_t cached_shape_signatures() const { return executable_->cached_shape_signatures(); }
+
+ private:
+  std::shared_ptr<const runtime::Executable> executable_;
+  placement::PlacementReport report_;
+  CompileOptions options_;
+};
+
+/// Infers types, verifies, optimizes, places every node on one of `devices` (devices[0] must
+/// be the host cpu) under options.policy, and compiles each partition on its device. Throws
+/// Unsupported / InvalidModel for the graph, InvalidArgument for bad options,
+/// PlacementFailed when the policy cannot be met.
+std::shared_ptr<const CompiledModel> compile(
+    std::unique_ptr<ir::Graph> graph, std::vector<std::shared_ptr<const backends::Backend>> devices,
+    const CompileOptions& options = {});
+
+/// The optimization passes compile runs (constant folding over `kernels`, layer-norm fusion,
+/// dead-node removal), re-inferring types as they sharpen them.
+void optimize_graph(ir::Graph& graph, const backends::KernelRegistry& kernels);
+
+}  // namespace switchyard::compiler
