@@ -3,12 +3,14 @@
 #include "switchyard/switchyard.hpp"
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/cpu_kernels.h"
 #include "backends/sim/sim_backend.h"
+#include "compiler/compiler.h"
 #include "ir/check.h"
 #include "onnx/import.h"
 #include "placement/report.h"
 #include "plugins.h"
-#include "compiler/compiler.h"
+#include "tooling/report_format.h"
 
 namespace switchyard {
 
@@ -23,6 +25,7 @@ ValueInfo describe_value(const ir::Value& v) {
   if (t->is_optional()) info.kind = "optional";
   while ((t->is_sequence() || t->is_optional()) && t->element) t = t->element.get();
   info.dtype = t->dtype;
+  info.has_shape = t->shape.has_value();
   if (t->shape)
     for (const ir::Dim& d : *t->shape) info.dims.push_back(d.to_string());
   return info;
@@ -108,10 +111,16 @@ std::vector<std::shared_ptr<const backends::Backend>> make_devices(const Options
 }  // namespace
 
 std::vector<BackendStatus> backend_status() {
+  std::vector<BackendStatus> out;
+  out.push_back({"cpu", "", true,
+                 fmt::format("built, {} op types (oneDNN for Conv/MatMul/Gemm/pooling)",
+                             cpu::cpu_kernels().ops().size())});
+  out.push_back({"sim", "", true, "built (declare devices with --sim N or --sim-config FILE)"});
   const plugins::PluginState& s = plugins::cuda_plugin();
   BackendStatus b{s.name, s.library, s.loaded, s.detail};
   if (s.loaded) plugins::create_cuda_backends({}, &b.detail);
-  return {b};
+  out.push_back(std::move(b));
+  return out;
 }
 
 std::vector<DeviceDescription> describe_devices(const Options& options) {
@@ -152,16 +161,37 @@ std::map<std::string, Tensor> Executable::run(const std::map<std::string, Tensor
   return run(inputs, RunOptions{});
 }
 
-std::map<std::string, Tensor> Executable::run(const std::map<std::string, Tensor>& inputs,
-                                              const RunOptions& options) const {
+namespace {
+runtime::RunControl run_control(const RunOptions& options) {
   SY_CHECK(options.deadline_ms >= 0, InvalidArgument,
            "RunOptions.deadline_ms is {}; expected 0 (none) or a positive count of milliseconds",
            options.deadline_ms);
-  std::map<std::string, ir::Datum> named;
-  for (const auto& [name, t] : inputs) named.emplace(name, ir::Datum(t));
   runtime::RunControl control;
   control.deadline_ms = options.deadline_ms;
   control.cancel_flag = options.cancel.flag();
+  return control;
+}
+}  // namespace
+
+RunResult Executable::run_values(std::vector<Datum> inputs, const RunOptions& options) const {
+  runtime::RunControl control = run_control(options);
+  RunResult result;
+  backends::Profiler profiler;
+  result.outputs = translate_std_exceptions("running the model", [&] {
+    return impl_->run(std::move(inputs), &result.stats, options.profile ? &profiler : nullptr,
+                      &control);
+  });
+  if (options.profile) result.profile = profiler.events();
+  return result;
+}
+
+int Executable::num_threads() const { return impl_->executable().num_threads(); }
+
+std::map<std::string, Tensor> Executable::run(const std::map<std::string, Tensor>& inputs,
+                                              const RunOptions& options) const {
+  runtime::RunControl control = run_control(options);
+  std::map<std::string, ir::Datum> named;
+  for (const auto& [name, t] : inputs) named.emplace(name, ir::Datum(t));
   std::vector<ir::Datum> results = translate_std_exceptions(
       "running the model", [&] { return impl_->run(named, nullptr, nullptr, &control); });
   std::map<std::string, Tensor> out;
@@ -183,12 +213,7 @@ std::vector<ValueInfo> Executable::outputs() const {
 std::string Executable::placement_summary() const { return impl_->placement_summary(); }
 
 std::string Executable::explain(const std::string& format) const {
-  const placement::PlacementReport& r = impl_->placement_report();
-  if (format == "text") return placement::format_text(r);
-  if (format == "json") return placement::format_json(r);
-  if (format == "dot") return placement::format_dot(r);
-  if (format == "html") return placement::format_html(r);
-  SY_THROW(InvalidArgument, "--format '{}': expected text, json, dot or html", format);
+  return tooling::format_report(impl_->placement_report(), format);
 }
 
 }  // namespace switchyard

@@ -16,6 +16,7 @@
 #include "switchyard/dtype.hpp"
 #include "switchyard/error.hpp"
 #include "switchyard/export.hpp"
+#include "switchyard/profile.hpp"
 #include "switchyard/tensor.hpp"
 
 namespace switchyard {
@@ -71,10 +72,10 @@ struct Options {
   bool fusion = true;
 };
 
-/// A backend built as a plugin (the CUDA backend) and whether it loaded.
+/// A backend and whether it can be used: the built-in ones (cpu, sim) and the plugins (cuda).
 struct BackendStatus {
-  std::string name;     ///< "cuda"
-  std::string library;  ///< the shared library looked for
+  std::string name;     ///< "cpu", "sim", "cuda"
+  std::string library;  ///< the plugin's shared library looked for; empty for built-in ones
   bool loaded = false;
   /// Why it did not load, or what it found ("1 device: NVIDIA H200").
   std::string detail;
@@ -95,7 +96,7 @@ struct DeviceDescription {
 /// The devices `options` makes available, in placement order, with what discovery found.
 SWITCHYARD_API std::vector<DeviceDescription> describe_devices(const Options& options = {});
 
-/// The plugin backends of this process and their state.
+/// Every backend of this process and its state: cpu, sim, then the plugins.
 SWITCHYARD_API std::vector<BackendStatus> backend_status();
 
 /// A graph input or output as declared: name, element type and dims ("batch", "3", "?").
@@ -103,6 +104,9 @@ struct ValueInfo {
   std::string name;
   DType dtype = DType::Undefined;
   std::vector<std::string> dims;
+  /// False when the model declares no shape (then `dims` is empty; a rank-0 value has an
+  /// empty `dims` and has_shape true).
+  bool has_shape = true;
   /// "tensor", "sequence" or "optional".
   std::string kind = "tensor";
 };
@@ -134,6 +138,16 @@ struct RunOptions {
   int64_t deadline_ms = 0;
   /// Cancels the run when cancel() is called on it (or a copy) from any thread.
   CancellationToken cancel;
+  /// Record every node, copy and the whole run with its time (RunResult::profile; tooling
+  /// writes it as a Chrome trace).
+  bool profile = false;
+};
+
+/// What Executable::run_values returns.
+struct RunResult {
+  std::vector<Datum> outputs;  ///< in graph-output order, in host memory
+  RunStats stats;
+  std::vector<ProfileEvent> profile;  ///< empty unless RunOptions.profile
 };
 
 /// Ids of the devices `options` makes available ("cpu", "sim:0", ...), in placement order.
@@ -172,8 +186,14 @@ class SWITCHYARD_API Executable {
   /// OutOfMemory when it would pass a --memory-limit; the executable stays usable either way.
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs,
                                     const RunOptions& options) const;
+  /// Runs with values of any kind (tensors, sequences, absent optionals) in graph-input order;
+  /// returns them in graph-output order with the run's statistics (and profile when asked).
+  /// Throws as run() does.
+  RunResult run_values(std::vector<Datum> inputs, const RunOptions& options = {}) const;
   std::vector<ValueInfo> inputs() const;
   std::vector<ValueInfo> outputs() const;
+  /// Threads each run uses (Options.num_threads, or every core when that was 0).
+  int num_threads() const;
   /// One line: where the nodes run ("sim:0: 29 of 31 nodes in 2 partitions; cpu: 2 nodes —
   /// NonMaxSuppression: not supported on sim:0").
   std::string placement_summary() const;

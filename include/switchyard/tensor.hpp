@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "switchyard/dtype.hpp"
@@ -65,6 +66,30 @@ class SWITCHYARD_API Tensor {
   int64_t numel_ = 0;
   std::shared_ptr<void> storage_;
   void* data_ = nullptr;
+};
+
+/// A value of any ONNX kind a model takes or returns: a tensor, a sequence of tensors, or an
+/// absent optional (Empty).
+struct Datum {
+  enum class Kind { Empty, Tensor, Sequence };
+  Kind kind = Kind::Empty;  ///< Empty is an optional without a value
+  Tensor tensor;
+  std::vector<Tensor> sequence;
+  /// DType of the elements when kind == Sequence (sequences may be empty).
+  DType sequence_dtype = DType::Undefined;
+
+  Datum() = default;
+  Datum(Tensor t) : kind(Kind::Tensor), tensor(std::move(t)) {}  // NOLINT: implicit by design
+  static Datum make_sequence(DType dtype, std::vector<Tensor> items) {
+    Datum d;
+    d.kind = Kind::Sequence;
+    d.sequence_dtype = dtype;
+    d.sequence = std::move(items);
+    return d;
+  }
+  bool is_tensor() const { return kind == Kind::Tensor; }
+  bool is_sequence() const { return kind == Kind::Sequence; }
+  bool is_empty() const { return kind == Kind::Empty; }
 };
 
 }  // namespace switchyard

@@ -7,18 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "switchyard/profile.hpp"
+
 namespace switchyard::backends {
 
-struct ProfileEvent {
-  std::string name;      ///< node name (or copy description)
-  std::string op;        ///< op type, "Copy" for copies
-  std::string device;    ///< "cpu", "sim:0", "cuda:0"
-  std::string category;  ///< "Node", "Session", "Copy"
-  int64_t start_us = 0;  ///< since the profiler's epoch
-  int64_t duration_us = 0;
-  std::vector<std::string> input_shapes;
-  std::vector<std::string> output_shapes;
-};
+using switchyard::ProfileEvent;
 
 class Profiler {
  public:
@@ -43,12 +36,4 @@ class Profiler {
   std::vector<ProfileEvent> events_;
 };
 
-}  // namespace switchyard::backends
-
-namespace switchyard::backends {
-/// Chrome trace JSON (opens in Perfetto / chrome://tracing) with ONNX Runtime's field names:
-/// complete events ("ph":"X") with `cat` Session/Node/Copy, `args.op_name`, `args.provider`,
-/// `args.input_type_shape` / `args.output_type_shape`; one track (tid) per device, named by
-/// thread_name metadata events.
-std::string format_chrome_trace(const std::vector<ProfileEvent>& events);
 }  // namespace switchyard::backends

@@ -1,9 +1,10 @@
-// PlacementReport: every placement decision with its cause, the partitions, the copies — and
-// its renderings (one-line summary, per-node table, JSON, Graphviz DOT, self-contained HTML).
+// PlacementReport: every placement decision with its cause, the partitions, the copies, and its
+// one-line summary. Its renderings (table, JSON, DOT, HTML) are in src/tooling/report_format.h.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace switchyard::placement {
@@ -87,14 +88,16 @@ struct PlacementReport {
   std::string summary() const;
 };
 
-/// Summary line, then a table: node, op, device, cause, reason; then partitions and copies.
-std::string format_text(const PlacementReport& report);
-/// JSON with the schema documented in docs/placement.md.
-std::string format_json(const PlacementReport& report);
-/// Graphviz DOT: nodes coloured by device, one cluster per partition, copies as dashed edges.
-std::string format_dot(const PlacementReport& report);
-/// A self-contained HTML page (no external resources): nodes coloured by device, partitions
-/// boxed, copies marked, a legend, readable on a 500-node model.
-std::string format_html(const PlacementReport& report);
+/// Words the summary and the renderers (src/tooling/report_format.h) share.
+/// "1 node", "3 nodes".
+std::string count_of(size_t count, std::string_view one, std::string_view many);
+/// `parts` joined with `separator`.
+std::string join(const std::vector<std::string>& parts, std::string_view separator);
+/// The devices of a comma list such as "cuda:0,cuda:1", each once.
+std::vector<std::string> split_devices(const std::string& list);
+/// Devices in the order nodes first use them.
+std::vector<std::string> devices_in_use(const PlacementReport& report);
+/// Every device the report mentions: the available ones first, then any others in use.
+std::vector<std::string> all_devices(const PlacementReport& report);
 
 }  // namespace switchyard::placement

@@ -57,13 +57,7 @@ struct ExecutionPlan {
   std::vector<Copy> final_copies;
 };
 
-struct RunStats {
-  size_t peak_bytes = 0;         ///< peak bytes of intermediate values, all devices together
-  bool shape_cache_hit = false;  ///< prepared state for this shape signature was reused
-  std::string shape_signature;
-  int copies = 0;  ///< values copied between devices in this run
-  size_t copied_bytes = 0;
-};
+using switchyard::RunStats;
 
 /// When a run must stop early (public RunOptions).
 struct RunControl {
@@ -80,6 +74,8 @@ class Executable {
 
   const ir::Graph& graph() const { return *graph_; }
   const RuntimeOptions& options() const { return options_; }
+  /// Threads each run uses (options().num_threads, or every core when that was 0).
+  int num_threads() const { return num_threads_; }
 
   /// Runs with inputs in graph-input order. Checks each input's kind, dtype, rank and dims
   /// against the declared type (symbolic dims must agree across inputs); throws

@@ -17,8 +17,8 @@
 #include "ir/graph.h"
 #include "onnx/import.h"
 #include "ops/schema.h"
-#include "runtime/inputs.h"
 #include "switchyard/switchyard.hpp"
+#include "tooling/inputs.h"
 
 namespace switchyard {
 namespace {
@@ -104,15 +104,16 @@ std::map<std::string, Tensor> import_compile_run(const onnx::ModelProto& model) 
   std::string bytes = model.SerializeAsString();
   std::unique_ptr<ir::Graph> graph =
       onnx_import::import_model_from_bytes(bytes.data(), bytes.size(), "", "regression");
-  runtime::InputSpec spec;
+  tooling::InputSpec spec;
   spec.seed = 7;
   for (const ir::Value* v : graph->inputs())
     if (v->type().shape)
       for (const ir::Dim& d : *v->type().shape)
         if (d.is_symbolic()) spec.dims[d.symbol] = 2;
   std::map<std::string, Tensor> inputs;
-  for (size_t i = 0; i < graph->inputs().size(); ++i)
-    inputs[graph->inputs()[i]->name()] = runtime::make_seeded_input(*graph->inputs()[i], i, spec);
+  std::vector<tooling::Declared> declared = tooling::declared_of(graph->inputs());
+  for (size_t i = 0; i < declared.size(); ++i)
+    inputs[declared[i].name] = tooling::make_seeded_input(declared[i], i, spec);
   Options options;
   options.num_threads = 1;
   options.memory_limits = {"cpu=64M"};

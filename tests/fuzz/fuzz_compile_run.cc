@@ -11,8 +11,8 @@
 #include "fuzz_common.h"
 #include "ir/graph.h"
 #include "onnx/import.h"
-#include "runtime/inputs.h"
 #include "switchyard/switchyard.hpp"
+#include "tooling/inputs.h"
 
 namespace {
 
@@ -30,7 +30,7 @@ constexpr int64_t kDeadlineMs = 2000;
 // Seeded inputs for every graph input, or nullopt when one cannot be made (a sequence or
 // optional input, an unknown rank or dim, or more than kMaxInputElements elements).
 std::optional<std::map<std::string, Tensor>> make_inputs(const ir::Graph& graph) {
-  runtime::InputSpec spec;
+  tooling::InputSpec spec;
   spec.seed = 7;
   for (const ir::Value* v : graph.inputs()) {
     const ir::Type& type = v->type();
@@ -44,11 +44,12 @@ std::optional<std::map<std::string, Tensor>> make_inputs(const ir::Graph& graph)
     }
   }
   std::map<std::string, Tensor> inputs;
-  for (size_t i = 0; i < graph.inputs().size(); ++i) {
-    const ir::Value& v = *graph.inputs()[i];
-    if (checked_numel(runtime::resolve_input_shape(v, spec)) > kMaxInputElements)
+  std::vector<tooling::Declared> declared = tooling::declared_of(graph.inputs());
+  for (size_t i = 0; i < declared.size(); ++i) {
+    const tooling::Declared& v = declared[i];
+    if (checked_numel(tooling::resolve_input_shape(v, spec)) > kMaxInputElements)
       return std::nullopt;
-    inputs[v.name()] = runtime::make_seeded_input(v, i, spec);
+    inputs[v.name] = tooling::make_seeded_input(v, i, spec);
   }
   return inputs;
 }

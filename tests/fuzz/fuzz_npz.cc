@@ -1,14 +1,17 @@
-// fuzz_npz: bytes -> a scratch file -> io::read_npz (zip, zip64, deflate, CRC) and io::read_npy
-// (the .npy header and payload; npz members that pass their CRC reach the same parser).
+// fuzz_npz: bytes -> a scratch file -> tooling::read_npz (zip, zip64, deflate, CRC) and
+// tooling::read_npy (the .npy header and payload; npz members that pass their CRC reach the same
+// parser).
 #include <cstddef>
 #include <cstdint>
 
 #include "fuzz_common.h"
-#include "io/npz.h"
+#include "tooling/npz.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string path = switchyard::fuzz::write_scratch_file(data, size, ".npz");
-  switchyard::fuzz::run_expecting_only_errors("fuzz_npz", [&] { switchyard::io::read_npz(path); });
-  switchyard::fuzz::run_expecting_only_errors("fuzz_npz", [&] { switchyard::io::read_npy(path); });
+  switchyard::fuzz::run_expecting_only_errors("fuzz_npz",
+                                              [&] { switchyard::tooling::read_npz(path); });
+  switchyard::fuzz::run_expecting_only_errors("fuzz_npz",
+                                              [&] { switchyard::tooling::read_npy(path); });
   return 0;
 }

@@ -35,9 +35,9 @@
 
 #include "compiler/compiler.h"
 #include "gpu/gpu_test_util.h"
-#include "io/npz.h"
 #include "placement/report.h"
 #include "switchyard/switchyard.hpp"
+#include "tooling/npz.h"
 
 namespace switchyard {
 namespace {
@@ -167,7 +167,7 @@ const Reference& cpu_reference(const ModelCase& c, const fs::path& dir) {
   Reference r;
   r.model = dir / (std::string(c.name) + ".onnx");
   fs::path npz = dir / (std::string(c.name) + ".ref.npz");
-  for (auto& [key, t] : io::read_npz(npz.string()))
+  for (auto& [key, t] : tooling::read_npz(npz.string()))
     if (key.rfind("in.", 0) == 0) r.inputs[0].emplace(key.substr(3), t);
   if (r.inputs[0].empty()) throw std::runtime_error(npz.string() + " holds no in.* arrays");
   Options options;

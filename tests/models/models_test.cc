@@ -10,8 +10,8 @@
 #include <random>
 
 #include "compiler/compiler.h"
-#include "io/npz.h"
 #include "switchyard/switchyard.hpp"
+#include "tooling/npz.h"
 
 namespace switchyard {
 namespace {
@@ -94,7 +94,7 @@ TEST_P(ReferenceModel, MatchesTorchAndIsBatchConsistent) {
   Options options;
   options.num_threads = 2;
   Executable exe = Model::load(model.string()).compile(options);
-  auto arrays = io::read_npz(ref.string());
+  auto arrays = tooling::read_npz(ref.string());
   std::map<std::string, Tensor> inputs;
   std::map<std::string, Tensor> expected;
   for (auto& [key, t] : arrays) {

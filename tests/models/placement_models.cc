@@ -19,9 +19,9 @@
 #include <set>
 
 #include "compiler/compiler.h"
-#include "io/npz.h"
 #include "placement/report.h"
 #include "switchyard/switchyard.hpp"
+#include "tooling/npz.h"
 
 namespace switchyard {
 namespace {
@@ -100,7 +100,7 @@ TEST_P(PlacedReferenceModel, MatchesTheCpuBitForBitOnSimulatedDevices) {
   ASSERT_TRUE(fs::exists(ref)) << ref;
 
   std::map<std::string, Tensor> inputs;
-  for (auto& [key, t] : io::read_npz(ref.string()))
+  for (auto& [key, t] : tooling::read_npz(ref.string()))
     if (key.rfind("in.", 0) == 0) inputs.emplace(key.substr(3), t);
   ASSERT_FALSE(inputs.empty()) << ref << " holds no in.* arrays";
 

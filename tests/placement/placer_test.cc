@@ -24,8 +24,12 @@
 #include "ops/schema.h"
 #include "support/op_test_util.h"
 #include "switchyard/switchyard.hpp"
+#include "tooling/report_format.h"
 
 namespace switchyard::placement {
+
+using tooling::format_json;
+using tooling::format_text;
 namespace {
 
 using Devices = std::vector<std::shared_ptr<const backends::Backend>>;

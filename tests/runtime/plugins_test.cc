@@ -12,17 +12,27 @@ namespace {
 
 TEST(Plugins, TheCudaBackendReportsItsState) {
   std::vector<BackendStatus> all = backend_status();
-  ASSERT_EQ(all.size(), 1u);
-  EXPECT_EQ(all[0].name, "cuda");
-  EXPECT_FALSE(all[0].library.empty());
+  ASSERT_EQ(all.size(), 3u);
+  // The built-in backends first: always there, no library.
+  EXPECT_EQ(all[0].name, "cpu");
+  EXPECT_EQ(all[1].name, "sim");
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_TRUE(all[i].loaded);
+    EXPECT_TRUE(all[i].library.empty());
+    EXPECT_FALSE(all[i].detail.empty());
+  }
+  EXPECT_NE(all[0].detail.find("op types"), std::string::npos) << all[0].detail;
+  const BackendStatus& cuda = all[2];
+  EXPECT_EQ(cuda.name, "cuda");
+  EXPECT_FALSE(cuda.library.empty());
   // Loaded or not, it says what happened: "1 device: …", "no CUDA device: …", "… not found".
-  EXPECT_FALSE(all[0].detail.empty());
+  EXPECT_FALSE(cuda.detail.empty());
   std::vector<DeviceDescription> devices = describe_devices();
   ASSERT_FALSE(devices.empty());
   EXPECT_EQ(devices[0].id, "cpu");
   for (const DeviceDescription& d : devices)
     if (d.kind == "cuda") {
-      EXPECT_TRUE(all[0].loaded);
+      EXPECT_TRUE(cuda.loaded);
       EXPECT_FALSE(d.uuid.empty());
     }
 }

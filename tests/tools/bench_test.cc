@@ -17,8 +17,8 @@
 #include <random>
 
 #include "../../tools/switchyard/bench_stats.h"
-#include "io/npz.h"
 #include "support/op_test_util.h"
+#include "tooling/npz.h"
 
 namespace switchyard::testing {
 namespace {
@@ -180,8 +180,8 @@ TEST_F(Bench, DurationRunsForAtLeastThatLong) {
 
 TEST_F(Bench, PrintsTheTextReport) {
   std::string in = (dir_ / "in.npz").string();
-  io::write_npz(in, {{"X", random_tensor(DType::Float32, {3, 4}, 1)},
-                     {"out.Y", random_tensor(DType::Float32, {3, 4}, 2)}});
+  tooling::write_npz(in, {{"X", random_tensor(DType::Float32, {3, 4}, 1)},
+                          {"out.Y", random_tensor(DType::Float32, {3, 4}, 2)}});
   Result r = bench("--inputs " + in + " --iterations 5 --warmup 1");
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   for (const std::string& line :

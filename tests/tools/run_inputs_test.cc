@@ -11,8 +11,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "io/npz.h"
 #include "support/op_test_util.h"
+#include "tooling/npz.h"
 
 namespace switchyard::testing {
 namespace {
@@ -73,7 +73,7 @@ class RunInputs : public ::testing::Test {
 
   std::string write_inputs(const std::vector<std::pair<std::string, Tensor>>& arrays) {
     std::string path = (dir_ / "in.npz").string();
-    io::write_npz(path, arrays);
+    tooling::write_npz(path, arrays);
     return path;
   }
 

@@ -19,10 +19,9 @@
 
 #include "bench_stats.h"
 #include "commands.h"
-#include "compiler/compiler.h"
 #include "input_options.h"
-#include "ir/check.h"
 #include "placement_options.h"
+#include "require.h"
 #include "switchyard/switchyard.hpp"
 
 namespace switchyard::tools {
@@ -57,7 +56,7 @@ struct TimedPhase {
   std::vector<double> times_ms;
   std::exception_ptr first_error;
   int running = 0;
-  std::atomic<bool> stop{false};  // set on the first failure; cancels the other threads' runs
+  CancellationToken stop;  // cancelled on the first failure: stops the other threads' runs
   size_t peak_bytes = 0;
   // Every run happens on the workers, so each thread's OpenMP team is the one that also did its
   // warmup (a team left idle on another thread competes for the cores): worker 0 makes the first
@@ -69,50 +68,49 @@ struct TimedPhase {
   Clock::time_point end;  // --duration: set by the main thread before `go`
 };
 
-void run_worker(const compiler::CompiledModel& impl, const std::vector<ir::Datum>& inputs,
-                const runtime::RunControl& base_control, int index, int warmup, int runs,
-                bool until_end, TimedPhase& phase) {
-  runtime::RunControl control = base_control;
-  control.cancel_flag = &phase.stop;
-  runtime::RunStats stats;
+void run_worker(const Executable& exe, const std::vector<Datum>& inputs,
+                const RunOptions& base_options, int index, int warmup, int runs, bool until_end,
+                TimedPhase& phase) {
+  RunOptions options = base_options;
+  options.cancel = phase.stop;
   bool arrived = false;
   try {
     if (index == 0) {
       auto start = Clock::now();
+      RunResult first;
       try {
-        impl.run(inputs, &stats, nullptr, &control);
+        first = exe.run_values(inputs, options);
       } catch (...) {
         phase.first_done.count_down();
         throw;
       }
       phase.first_run_ms = ms_between(start, Clock::now());
-      phase.peak_bytes = stats.peak_bytes;
+      phase.peak_bytes = first.stats.peak_bytes;
       phase.first_done.count_down();
     } else {
       phase.first_done.wait();
     }
-    for (int i = 0; i < warmup && !phase.stop.load(); ++i)
-      impl.run(inputs, nullptr, nullptr, &control);
+    for (int i = 0; i < warmup && !phase.stop.cancelled(); ++i) exe.run_values(inputs, options);
     arrived = true;
     phase.warmed->arrive_and_wait();
     phase.go.wait();
     const Clock::time_point end = phase.end;
     for (int k = 0; until_end || k < runs; ++k) {
-      if (phase.stop.load()) break;
+      if (phase.stop.cancelled()) break;
       if (until_end && k > 0 && Clock::now() >= end) break;
       auto start = Clock::now();
-      impl.run(inputs, &stats, nullptr, &control);
+      RunResult result = exe.run_values(inputs, options);
       double ms = ms_between(start, Clock::now());
       std::lock_guard<std::mutex> lock(phase.mutex);
       phase.times_ms.push_back(ms);
-      phase.peak_bytes = std::max(phase.peak_bytes, stats.peak_bytes);
+      phase.peak_bytes = std::max(phase.peak_bytes, result.stats.peak_bytes);
     }
   } catch (...) {
     {
       std::lock_guard<std::mutex> lock(phase.mutex);
       // Later failures are usually the Cancelled that the first one caused.
       if (!phase.first_error) phase.first_error = std::current_exception();
-      phase.stop = true;
+      phase.stop.cancel();
     }
     if (!arrived) phase.warmed->count_down();  // the others and the main thread go on
   }
@@ -127,18 +125,15 @@ std::string threads_per_run(int threads) {
 }
 
 int bench_command(const BenchArgs& args) {
-  SY_CHECK(args.threads >= 0, InvalidArgument, "--threads must be >= 0, got {}", args.threads);
-  SY_CHECK(args.warmup >= 0, InvalidArgument, "--warmup must be >= 0, got {}", args.warmup);
-  SY_CHECK(args.iterations >= 1, InvalidArgument, "--iterations must be at least 1, got {}",
-           args.iterations);
-  SY_CHECK(!args.duration_given || (std::isfinite(args.duration_s) && args.duration_s > 0),
-           InvalidArgument, "--duration must be > 0 seconds, got {}", args.duration_s);
-  SY_CHECK(args.concurrency >= 1, InvalidArgument, "--concurrency must be at least 1, got {}",
-           args.concurrency);
-  SY_CHECK(args.deadline_ms >= 0, InvalidArgument, "--deadline-ms must be >= 0, got {}",
-           args.deadline_ms);
-  runtime::RunControl control;
-  control.deadline_ms = args.deadline_ms;
+  require(args.threads >= 0, "--threads must be >= 0, got {}", args.threads);
+  require(args.warmup >= 0, "--warmup must be >= 0, got {}", args.warmup);
+  require(args.iterations >= 1, "--iterations must be at least 1, got {}", args.iterations);
+  require(!args.duration_given || (std::isfinite(args.duration_s) && args.duration_s > 0),
+          "--duration must be > 0 seconds, got {}", args.duration_s);
+  require(args.concurrency >= 1, "--concurrency must be at least 1, got {}", args.concurrency);
+  require(args.deadline_ms >= 0, "--deadline-ms must be >= 0, got {}", args.deadline_ms);
+  RunOptions run_options;
+  run_options.deadline_ms = args.deadline_ms;
   Options options = args.options;
   options.num_threads = args.threads;
 
@@ -147,8 +142,7 @@ int bench_command(const BenchArgs& args) {
   auto compile_start = Clock::now();
   Executable exe = std::move(model).compile(options);
   auto compile_end = Clock::now();
-  const compiler::CompiledModel& impl = exe.internal();
-  std::vector<ir::Datum> inputs = resolve_input_options(args.inputs, impl.graph()).values;
+  std::vector<Datum> inputs = resolve_input_options(args.inputs, exe).values;
 
   TimedPhase phase;
   phase.running = args.concurrency;
@@ -158,12 +152,12 @@ int bench_command(const BenchArgs& args) {
     for (int t = 0; t < args.concurrency; ++t) {
       // --iterations is the total: split as evenly as possible, the first threads one more.
       int runs = args.iterations / args.concurrency + (t < args.iterations % args.concurrency);
-      workers.emplace_back(run_worker, std::cref(impl), std::cref(inputs), std::cref(control), t,
+      workers.emplace_back(run_worker, std::cref(exe), std::cref(inputs), std::cref(run_options), t,
                            args.warmup, runs, args.duration_given, std::ref(phase));
     }
   } catch (...) {
     // A thread that could not start: stop and release those that did before reporting it.
-    phase.stop = true;
+    phase.stop.cancel();
     phase.first_done.count_down();
     for (size_t i = workers.size(); i < static_cast<size_t>(args.concurrency) + 1; ++i)
       phase.warmed->count_down();
@@ -212,7 +206,7 @@ int bench_command(const BenchArgs& args) {
   if (args.json) {
     nlohmann::json j;
     j["model"] = args.model;
-    j["placement"] = impl.placement_summary();
+    j["placement"] = exe.placement_summary();
     j["threads"] = args.threads;
     j["concurrency"] = args.concurrency;
     j["warmup"] = args.warmup;
@@ -233,7 +227,7 @@ int bench_command(const BenchArgs& args) {
     return 0;
   }
   fmt::print("model: {}\n", args.model);
-  fmt::print("placement: {}\n", impl.placement_summary());
+  fmt::print("placement: {}\n", exe.placement_summary());
   fmt::print("load {:.1f} ms, compile {:.1f} ms, first run {:.1f} ms\n", load_ms, compile_ms,
              first_run_ms);
   fmt::print("timed: {} run{} ({} warmup), {} x concurrency {}, {:.2f} s\n", stats.count,

@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "ir/check.h"
+#include "require.h"
 
 namespace switchyard::tools {
 
@@ -30,7 +30,7 @@ inline double nearest_rank_percentile(const std::vector<double>& sorted, int per
 /// p50/p90/p99 (nearest rank), mean, min and max of `times_ms`. Throws InvalidArgument when
 /// `times_ms` is empty.
 inline LatencyStats summarize_latencies(std::vector<double> times_ms) {
-  SY_CHECK(!times_ms.empty(), InvalidArgument, "no run times to summarize");
+  require(!times_ms.empty(), "no run times to summarize");
   std::sort(times_ms.begin(), times_ms.end());
   LatencyStats s;
   s.count = times_ms.size();

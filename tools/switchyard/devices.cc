@@ -6,7 +6,6 @@
 #include <string>
 #include <thread>
 
-#include "backends/cpu/cpu_kernels.h"
 #include "commands.h"
 #include "switchyard/switchyard.hpp"
 
@@ -32,7 +31,6 @@ void add_devices_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--sim", options->sim_devices, "also declare N simulated accelerators");
   cmd->add_option("--sim-config", options->sim_config, "JSON file declaring simulated devices");
   cmd->callback([options, &exit_code] {
-    const auto& cpu = cpu::cpu_kernels();
     fmt::print("devices:\n");
     fmt::print("  cpu: {}, {} hardware threads\n", cpu_model_name(),
                std::thread::hardware_concurrency());
@@ -45,12 +43,14 @@ void add_devices_command(CLI::App& app, int& exit_code) {
                  d.peers.empty() ? "none" : fmt::format("{}", fmt::join(d.peers, ", ")));
     }
     fmt::print("backends:\n");
-    fmt::print("  cpu: built, {} op types (oneDNN for Conv/MatMul/Gemm/pooling)\n",
-               cpu.ops().size());
-    fmt::print("  sim: built (declare devices with --sim N or --sim-config FILE)\n");
-    for (const BackendStatus& b : backend_status())
-      fmt::print("  {}: {} — {}\n", b.name, b.loaded ? "loaded from " + b.library : "not loaded",
-                 b.detail);
+    for (const BackendStatus& b : backend_status()) {
+      if (b.library.empty()) {
+        fmt::print("  {}: {}\n", b.name, b.detail);  // built in
+      } else {
+        fmt::print("  {}: {} — {}\n", b.name, b.loaded ? "loaded from " + b.library : "not loaded",
+                   b.detail);
+      }
+    }
     exit_code = 0;
   });
 }

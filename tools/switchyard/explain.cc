@@ -5,8 +5,8 @@
 #include <fstream>
 
 #include "commands.h"
-#include "ir/check.h"
 #include "placement_options.h"
+#include "require.h"
 
 namespace switchyard::tools {
 
@@ -34,7 +34,7 @@ void add_explain_command(CLI::App& app, int& exit_code) {
       if (!text.empty() && text.back() != '\n') fmt::print("\n");
     } else {
       std::ofstream out(args->output, std::ios::binary);
-      SY_CHECK(out.good(), InvalidArgument, "-o {}: cannot write the file", args->output);
+      require(out.good(), "-o {}: cannot write the file", args->output);
       out << text;
       fmt::print("{}\nreport written to {}\n", exe.placement_summary(), args->output);
     }

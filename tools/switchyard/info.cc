@@ -3,8 +3,7 @@
 #include <fmt/format.h>
 
 #include "commands.h"
-#include "onnx/import.h"
-#include "runtime/model_info.h"
+#include "tooling/model_info.h"
 
 namespace switchyard::tools {
 
@@ -13,23 +12,20 @@ void add_info_command(CLI::App& app, int& exit_code) {
   auto path = std::make_shared<std::string>();
   cmd->add_option("model", *path, "ONNX model file")->required();
   cmd->callback([path, &exit_code] {
-    onnx_import::ModelInfo info;
-    auto graph = onnx_import::import_model(*path, &info);
-    runtime::GraphStats stats = runtime::graph_stats(*graph);
+    tooling::ModelSummary m = tooling::summarize_model(*path);
+    const tooling::GraphStats& stats = m.stats;
     fmt::print("model: {}\n", *path);
-    fmt::print("ir_version: {}  producer: {}\n", info.ir_version,
-               info.producer.empty() ? "?" : info.producer);
+    fmt::print("ir_version: {}  producer: {}\n", m.ir_version,
+               m.producer.empty() ? "?" : m.producer);
     std::string opsets;
-    for (const auto& [domain, version] : info.opsets)
+    for (const auto& [domain, version] : m.opsets)
       opsets += fmt::format("{}{}={}", opsets.empty() ? "" : ", ",
                             domain.empty() ? "ai.onnx" : domain, version);
     fmt::print("opsets: {}\n", opsets);
     fmt::print("inputs:\n");
-    for (const ir::Value* v : graph->inputs())
-      fmt::print("  {}: {}\n", v->name(), v->type().to_string());
+    for (const std::string& v : m.inputs) fmt::print("  {}\n", v);
     fmt::print("outputs:\n");
-    for (const ir::Value* v : graph->outputs())
-      fmt::print("  {}: {}\n", v->name(), v->type().to_string());
+    for (const std::string& v : m.outputs) fmt::print("  {}\n", v);
     fmt::print("nodes: {} ({} op types)\n", stats.num_nodes, stats.op_histogram.size());
     for (const auto& [op, count] : stats.op_histogram) fmt::print("  {:<28} {}\n", op, count);
     fmt::print("parameters: {} ({:.2f} MB)\n", stats.num_parameters,

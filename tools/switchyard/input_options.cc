@@ -5,8 +5,8 @@
 
 #include <map>
 
-#include "io/npz.h"
-#include "ir/check.h"
+#include "require.h"
+#include "tooling/npz.h"
 
 namespace switchyard::tools {
 
@@ -24,33 +24,33 @@ void add_input_shape_options(CLI::App* cmd, InputOptions& inputs) {
 std::pair<std::string, std::string> split_assignment(const std::string& text,
                                                      const std::string& option) {
   auto eq = text.find('=');
-  SY_CHECK(eq != std::string::npos && eq > 0 && eq + 1 < text.size(), InvalidArgument,
-           "{} '{}': expected NAME=VALUE", option, text);
+  require(eq != std::string::npos && eq > 0 && eq + 1 < text.size(), "{} '{}': expected NAME=VALUE",
+          option, text);
   return {text.substr(0, eq), text.substr(eq + 1)};
 }
 
-runtime::InputSpec make_input_spec(const InputOptions& inputs) {
-  runtime::InputSpec spec;
+tooling::InputSpec make_input_spec(const InputOptions& inputs) {
+  tooling::InputSpec spec;
   spec.seed = inputs.seed;
   for (const auto& d : inputs.dims) {
     auto [name, value] = split_assignment(d, "--dim");
-    SY_CHECK(value.find_first_not_of("0123456789") == std::string::npos && value.size() < 19,
-             InvalidArgument, "--dim {}: '{}' is not a non-negative integer", name, value);
+    require(value.find_first_not_of("0123456789") == std::string::npos && value.size() < 19,
+            "--dim {}: '{}' is not a non-negative integer", name, value);
     spec.dims[name] = std::stoll(value);
   }
   for (const auto& s : inputs.shapes) {
     auto [name, value] = split_assignment(s, "--shape");
-    spec.shapes[name] = runtime::parse_shape(value);
+    spec.shapes[name] = tooling::parse_shape(value);
   }
   return spec;
 }
 
-runtime::ResolvedInputs resolve_input_options(const InputOptions& inputs, const ir::Graph& graph) {
-  std::map<std::string, ir::Tensor> given;
-  if (!inputs.inputs_path.empty()) given = io::read_npz(inputs.inputs_path);
-  runtime::ResolvedInputs resolved =
-      runtime::resolve_inputs(graph.inputs(), graph.outputs(), given, inputs.inputs_path,
-                              make_input_spec(inputs), inputs.seed_given());
+tooling::ResolvedInputs resolve_input_options(const InputOptions& inputs, const Executable& exe) {
+  std::map<std::string, Tensor> given;
+  if (!inputs.inputs_path.empty()) given = tooling::read_npz(inputs.inputs_path);
+  tooling::ResolvedInputs resolved = tooling::resolve_inputs(
+      tooling::declared_of(exe.inputs()), tooling::declared_of(exe.outputs()), given,
+      inputs.inputs_path, make_input_spec(inputs), inputs.seed_given());
   if (!resolved.ignored_keys.empty())
     fmt::print(stderr, "switchyard: note: {}: ignoring {} (reference outputs, not inputs)\n",
                inputs.inputs_path, fmt::join(resolved.ignored_keys, ", "));

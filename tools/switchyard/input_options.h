@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "ir/graph.h"
-#include "runtime/inputs.h"
+#include "switchyard/switchyard.hpp"
+#include "tooling/inputs.h"
 
 namespace switchyard::tools {
 
@@ -39,11 +39,11 @@ std::pair<std::string, std::string> split_assignment(const std::string& text,
 
 /// The --dim / --shape / --seed values as an InputSpec. Throws InvalidArgument naming the option
 /// when a value does not parse.
-runtime::InputSpec make_input_spec(const InputOptions& inputs);
+tooling::InputSpec make_input_spec(const InputOptions& inputs);
 
-/// The inputs of a run of `graph`: read from --inputs (when given) and seeded as the flags say;
+/// The inputs of a run of `exe`: read from --inputs (when given) and seeded as the flags say;
 /// prints a note on stderr naming the file's keys that were ignored (reference outputs). Throws
-/// what io::read_npz and runtime::resolve_inputs throw.
-runtime::ResolvedInputs resolve_input_options(const InputOptions& inputs, const ir::Graph& graph);
+/// what tooling::read_npz and tooling::resolve_inputs throw.
+tooling::ResolvedInputs resolve_input_options(const InputOptions& inputs, const Executable& exe);
 
 }  // namespace switchyard::tools

@@ -6,16 +6,14 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
-#include "backends/profiler.h"
 #include "commands.h"
-#include "compiler/compiler.h"
 #include "input_options.h"
-#include "io/npz.h"
-#include "ir/check.h"
-#include "placement/report.h"
 #include "placement_options.h"
-#include "runtime/inputs.h"
+#include "require.h"
 #include "switchyard/switchyard.hpp"
+#include "tooling/inputs.h"
+#include "tooling/npz.h"
+#include "tooling/trace.h"
 
 #include <fstream>
 
@@ -37,35 +35,32 @@ struct RunArgs {
 };
 
 int run_command(const RunArgs& args) {
-  SY_CHECK(args.iterations >= 1, InvalidArgument, "--iterations must be at least 1, got {}",
-           args.iterations);
-  SY_CHECK(args.threads >= 0, InvalidArgument, "--threads must be >= 0, got {}", args.threads);
-  SY_CHECK(args.deadline_ms >= 0, InvalidArgument, "--deadline-ms must be >= 0, got {}",
-           args.deadline_ms);
-  runtime::RunControl control;
-  control.deadline_ms = args.deadline_ms;
+  require(args.iterations >= 1, "--iterations must be at least 1, got {}", args.iterations);
+  require(args.threads >= 0, "--threads must be >= 0, got {}", args.threads);
+  require(args.deadline_ms >= 0, "--deadline-ms must be >= 0, got {}", args.deadline_ms);
+  RunOptions run_options;
+  run_options.deadline_ms = args.deadline_ms;
   Options options = args.options;
   options.num_threads = args.threads;
   Executable exe = Model::load(args.model).compile(options);
-  const compiler::CompiledModel& impl = exe.internal();
-  const ir::Graph& graph = impl.graph();
+  const std::vector<ValueInfo> input_info = exe.inputs(), output_info = exe.outputs();
 
-  runtime::ResolvedInputs resolved = resolve_input_options(args.inputs, graph);
-  const std::vector<ir::Datum>& inputs = resolved.values;
+  tooling::ResolvedInputs resolved = resolve_input_options(args.inputs, exe);
+  const std::vector<Datum>& inputs = resolved.values;
   const std::vector<std::string>& input_origin = resolved.origins;
 
   std::vector<double> times_ms;
-  std::vector<ir::Datum> outputs;
-  runtime::RunStats stats;
-  backends::Profiler profiler;
+  RunResult result;
   for (int it = 0; it < args.iterations; ++it) {
     // The trace records the last iteration (after first-shape preparation).
-    bool traced = !args.trace_path.empty() && it + 1 == args.iterations;
+    run_options.profile = !args.trace_path.empty() && it + 1 == args.iterations;
     auto start = std::chrono::steady_clock::now();
-    outputs = impl.run(inputs, &stats, traced ? &profiler : nullptr, &control);
+    result = exe.run_values(inputs, run_options);
     auto end = std::chrono::steady_clock::now();
     times_ms.push_back(std::chrono::duration<double, std::milli>(end - start).count());
   }
+  const std::vector<Datum>& outputs = result.outputs;
+  const RunStats& stats = result.stats;
   std::vector<double> sorted = times_ms;
   std::sort(sorted.begin(), sorted.end());
   double median = sorted[sorted.size() / 2];
@@ -73,28 +68,29 @@ int run_command(const RunArgs& args) {
 
   if (!args.trace_path.empty()) {
     std::ofstream trace(args.trace_path, std::ios::binary);
-    SY_CHECK(trace.good(), InvalidArgument, "--trace {}: cannot write the file", args.trace_path);
-    trace << backends::format_chrome_trace(profiler.events());
+    require(trace.good(), "--trace {}: cannot write the file", args.trace_path);
+    trace << tooling::format_chrome_trace(result.profile);
   }
   if (!args.outputs_path.empty()) {
-    std::vector<std::pair<std::string, ir::Tensor>> arrays;
+    std::vector<std::pair<std::string, Tensor>> arrays;
     for (size_t i = 0; i < outputs.size(); ++i) {
-      SY_CHECK(outputs[i].is_tensor(), Unsupported,
-               "output '{}' is not a tensor and cannot be written to an .npz",
-               graph.outputs()[i]->name());
-      arrays.emplace_back(graph.outputs()[i]->name(), outputs[i].tensor);
+      if (!outputs[i].is_tensor())
+        throw Error(ErrorCode::Unsupported,
+                    fmt::format("output '{}' is not a tensor and cannot be written to an .npz",
+                                output_info[i].name));
+      arrays.emplace_back(output_info[i].name, outputs[i].tensor);
     }
-    io::write_npz(args.outputs_path, arrays);
+    tooling::write_npz(args.outputs_path, arrays);
   }
 
-  std::vector<runtime::ValueSummary> summaries;
+  std::vector<tooling::ValueSummary> summaries;
   for (size_t i = 0; i < outputs.size(); ++i)
-    summaries.push_back(runtime::summarize(graph.outputs()[i]->name(), outputs[i]));
+    summaries.push_back(tooling::summarize(output_info[i].name, outputs[i]));
 
   if (args.json) {
     nlohmann::json j;
     j["model"] = args.model;
-    j["placement"] = impl.placement_summary();
+    j["placement"] = exe.placement_summary();
     j["threads"] = args.threads;
     j["iterations"] = args.iterations;
     j["median_ms"] = median;
@@ -102,7 +98,7 @@ int run_command(const RunArgs& args) {
     j["peak_bytes"] = stats.peak_bytes;
     j["copies"] = stats.copies;
     for (size_t i = 0; i < inputs.size(); ++i) {
-      runtime::ValueSummary s = runtime::summarize(graph.inputs()[i]->name(), inputs[i]);
+      tooling::ValueSummary s = tooling::summarize(input_info[i].name, inputs[i]);
       j["inputs"].push_back(
           {{"name", s.name}, {"dtype", s.dtype}, {"shape", s.shape}, {"source", input_origin[i]}});
     }
@@ -119,10 +115,10 @@ int run_command(const RunArgs& args) {
     return 0;
   }
   fmt::print("model: {}\n", args.model);
-  fmt::print("placement: {}\n", impl.placement_summary());
-  if (args.explain) fmt::print("{}", placement::format_text(impl.placement_report()));
+  fmt::print("placement: {}\n", exe.placement_summary());
+  if (args.explain) fmt::print("{}", exe.explain("text"));
   for (size_t i = 0; i < inputs.size(); ++i) {
-    runtime::ValueSummary s = runtime::summarize(graph.inputs()[i]->name(), inputs[i]);
+    tooling::ValueSummary s = tooling::summarize(input_info[i].name, inputs[i]);
     fmt::print("input  {}: {} {} ({})\n", s.name, s.dtype, s.shape, input_origin[i]);
   }
   for (const auto& s : summaries) {

@@ -20,9 +20,9 @@
 #include <random>
 #include <tuple>
 
-#include "io/npz.h"
 #include "ir/check.h"
 #include "support/op_test_util.h"
+#include "tooling/npz.h"
 
 namespace switchyard::testing {
 namespace {
@@ -519,11 +519,11 @@ np.savez(sys.argv[2], **out)
       return run_op1(make_case("MaxPool", {p}, {Attribute::make_ints("kernel_shape", {3, 3})}));
     };
   }
-  io::write_npz((dir / "in.npz").string(), arrays);
+  tooling::write_npz((dir / "in.npz").string(), arrays);
   std::string cmd = "/usr/bin/python3 " + script_path.string() + " " + (dir / "in.npz").string() +
                     " " + (dir / "want.npz").string();
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  auto want = io::read_npz((dir / "want.npz").string());
+  auto want = tooling::read_npz((dir / "want.npz").string());
   EXPECT_EQ(want.size(), ours.size());
   for (const auto& [name, run] : ours) {
     SCOPED_TRACE(name);

@@ -1,6 +1,6 @@
 // Inputs for a run (`switchyard run --inputs/--seed/--dim/--shape`): what an inputs file may
 // hold, when a missing input is seeded, and the errors that name the key, input or option.
-#include "runtime/inputs.h"
+#include "tooling/inputs.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include "ir/check.h"
 #include "support/op_test_util.h"
 
-namespace switchyard::runtime {
+namespace switchyard::tooling {
 namespace {
 
 using ir::DType;
@@ -34,7 +34,8 @@ const std::string kFile = "in.npz";
 ResolvedInputs resolve(const ir::Graph& g, const std::map<std::string, ir::Tensor>& given,
                        const InputSpec& spec = {}, bool seed_given = false,
                        const std::string& source = kFile) {
-  return resolve_inputs(g.inputs(), g.outputs(), given, source, spec, seed_given);
+  return resolve_inputs(declared_of(g.inputs()), declared_of(g.outputs()), given, source, spec,
+                        seed_given);
 }
 
 // Expects resolve() to throw InvalidArgument whose message holds every fragment.
@@ -118,7 +119,7 @@ TEST(ResolveInputs, MissingInputIsAnErrorUnlessSeedIsGiven) {
   EXPECT_EQ(seeded.shape(), (std::vector<int64_t>{3}));
   InputSpec bound = spec;
   bound.dims["N"] = 3;
-  EXPECT_TRUE(same_bytes(seeded, make_seeded_input(*g->inputs()[1], 1, bound)));
+  EXPECT_TRUE(same_bytes(seeded, make_seeded_input(declared_of(g->inputs())[1], 1, bound)));
 }
 
 TEST(ResolveInputs, WithoutAFileEveryInputIsSeeded) {
@@ -206,5 +207,58 @@ TEST(ResolveInputs, ResolvedInputsRunTheModel) {
     EXPECT_EQ(out[1].tensor.data<int64_t>()[i], -l.data<int64_t>()[i]);
 }
 
+// The CLI sees a model through the public API only: the types it declares there (ValueInfo)
+// must resolve like the graph's own, including symbolic, static and unknown dims, shapeless
+// inputs and sequences; and the public run_values runs what they resolve to, with statistics
+// and a profile when asked.
+TEST(ResolveInputs, PublicValueInfoDeclaresWhatTheGraphDeclares) {
+  auto g = std::make_unique<ir::Graph>("kinds");
+  ir::Value* x = g->add_input(
+      "X", ir::Type::tensor(DType::Float32, ir::Shape{ir::Dim("N"), ir::Dim(), ir::Dim(3)}));
+  ir::Value* s = g->add_input("S", ir::Type::tensor(DType::Int64));  // no declared shape
+  ir::Value* z = g->add_input("Z", ir::Type::tensor(DType::Float32, ir::Shape{}));  // rank 0
+  ir::Value* q = g->add_input(
+      "Q", ir::Type::sequence(ir::Type::tensor(DType::Float32, ir::Shape{ir::Dim(2)})));
+  g->add_output(g->add_node("Relu", "relu", {x}, {"Y"})->output(0));
+  g->add_output(g->add_node("Neg", "neg", {s}, {"T"})->output(0));
+  g->add_output(g->add_node("Neg", "negz", {z}, {"W"})->output(0));
+  g->add_output(g->add_node("SequenceLength", "len", {q}, {"L"})->output(0));
+  std::vector<Declared> from_graph = declared_of(g->inputs());
+  Executable exe = Model::from_graph(std::move(g)).compile({.num_threads = 1});
+  std::vector<Declared> from_api = declared_of(exe.inputs());
+  ASSERT_EQ(from_api.size(), from_graph.size());
+  for (size_t i = 0; i < from_api.size(); ++i) {
+    EXPECT_EQ(from_api[i].name, from_graph[i].name);
+    EXPECT_EQ(from_api[i].type.to_string(), from_graph[i].type.to_string()) << from_api[i].name;
+  }
+  InputSpec spec;
+  spec.dims["N"] = 2;
+  spec.shapes["X"] = {2, 5, 3};
+  expect_refused([&] { resolve_input_shape(from_api[1], spec); }, {"'S'", "--shape S="});
+  EXPECT_EQ(resolve_input_shape(from_api[2], spec), std::vector<int64_t>{});
+  expect_refused([&] { resolve_input_shape(from_api[3], spec); }, {"'Q'", "inputs file"});
+
+  spec.shapes["S"] = {4};
+  std::vector<Datum> inputs;
+  for (size_t i = 0; i < 3; ++i) inputs.push_back(make_seeded_input(from_api[i], i, spec));
+  inputs.push_back(Datum::make_sequence(DType::Float32, {random_tensor(DType::Float32, {2}, 3)}));
+  RunOptions options;
+  options.profile = true;
+  RunResult result = exe.run_values(inputs, options);
+  ASSERT_EQ(result.outputs.size(), 4u);
+  EXPECT_EQ(result.outputs[0].tensor.shape(), (std::vector<int64_t>{2, 5, 3}));
+  EXPECT_EQ(result.outputs[3].tensor.scalar_as_int(), 1);
+  EXPECT_FALSE(result.stats.shape_cache_hit);
+  EXPECT_FALSE(result.stats.shape_signature.empty());
+  bool whole_run = false;
+  for (const ProfileEvent& e : result.profile) whole_run = whole_run || e.category == "Session";
+  EXPECT_TRUE(whole_run);
+  options.profile = false;
+  RunResult again = exe.run_values(inputs, options);
+  EXPECT_TRUE(again.stats.shape_cache_hit);
+  EXPECT_TRUE(again.profile.empty());
+  EXPECT_EQ(exe.num_threads(), 1);
+}
+
 }  // namespace
-}  // namespace switchyard::runtime
+}  // namespace switchyard::tooling

@@ -10,7 +10,7 @@
 
 #include "ir/tensor.h"
 
-namespace switchyard::io {
+namespace switchyard::tooling {
 
 inline constexpr uint32_t kMax32 = 0xFFFFFFFFu;
 inline constexpr uint16_t kMax16 = 0xFFFFu;
@@ -45,4 +45,4 @@ std::vector<uint8_t> read_whole_file(const std::string& path, const std::string&
 /// serialize_npy with `what` naming the tensor in errors.
 std::vector<uint8_t> serialize_npy(const ir::Tensor& t, const std::string& what);
 
-}  // namespace switchyard::io
+}  // namespace switchyard::tooling

@@ -1,6 +1,6 @@
 // Tests for PlacementReport's renderings (summary, text, JSON, DOT, HTML) and for the Chrome
 // trace of profiler events, on hand-built reports.
-#include "placement/report.h"
+#include "tooling/report_format.h"
 
 #include <gtest/gtest.h>
 
@@ -12,9 +12,12 @@
 #include <vector>
 
 #include "backends/profiler.h"
+#include "tooling/trace.h"
 
-namespace switchyard::placement {
+namespace switchyard::tooling {
 namespace {
+
+using namespace placement;  // the report model under test
 
 using nlohmann::json;
 
@@ -278,10 +281,12 @@ TEST(PlacementReportTest, HtmlIsSelfContainedAndEscapesNames) {
 }
 
 }  // namespace
-}  // namespace switchyard::placement
+}  // namespace switchyard::tooling
 
-namespace switchyard::backends {
+namespace switchyard::tooling {
 namespace {
+
+using backends::Profiler;
 
 using nlohmann::json;
 
@@ -362,4 +367,4 @@ TEST(ChromeTraceTest, NoEventsStillNamesTheProcess) {
 }
 
 }  // namespace
-}  // namespace switchyard::backends
+}  // namespace switchyard::tooling

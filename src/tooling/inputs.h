@@ -9,8 +9,21 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "switchyard/switchyard.hpp"
 
-namespace switchyard::runtime {
+namespace switchyard::tooling {
+
+/// A graph input or output as declared: its name and type (from the public API's ValueInfo, or
+/// from a graph inside the library).
+struct Declared {
+  std::string name;
+  ir::Type type;
+};
+
+/// The declared type a ValueInfo spells ("batch", "3", "?" dims; sequence and optional kinds).
+Declared declared_of(const ValueInfo& info);
+std::vector<Declared> declared_of(const std::vector<ValueInfo>& values);
+std::vector<Declared> declared_of(const std::vector<ir::Value*>& values);
 
 /// How to size and fill inputs that the caller does not give.
 struct InputSpec {
@@ -23,11 +36,11 @@ struct InputSpec {
 
 /// Concrete shape of `input` under `spec`. Throws InvalidArgument naming the input and the dim
 /// when a symbolic or unknown dim has no value, or when a --shape contradicts a static dim.
-std::vector<int64_t> resolve_input_shape(const ir::Value& input, const InputSpec& spec);
+std::vector<int64_t> resolve_input_shape(const Declared& input, const InputSpec& spec);
 
 /// A seeded random tensor for `input`: floats N(0,1), integers uniform in [0, 16), bools
 /// random. The stream depends on the seed and the input's position, so every input differs.
-ir::Tensor make_seeded_input(const ir::Value& input, size_t position, const InputSpec& spec);
+ir::Tensor make_seeded_input(const Declared& input, size_t position, const InputSpec& spec);
 
 /// The inputs of one run, in graph-input order, and where each came from.
 struct ResolvedInputs {
@@ -46,8 +59,8 @@ struct ResolvedInputs {
 /// inputs), when an input is missing from a given file and `seed_given` is false, when an
 /// array's dtype differs from the declared one, when its shape contradicts a --shape or a
 /// --dim binding, or when --shape / --dim names no input / no symbolic dim of an input.
-ResolvedInputs resolve_inputs(const std::vector<ir::Value*>& inputs,
-                              const std::vector<ir::Value*>& outputs,
+ResolvedInputs resolve_inputs(const std::vector<Declared>& inputs,
+                              const std::vector<Declared>& outputs,
                               const std::map<std::string, ir::Tensor>& given,
                               const std::string& source, const InputSpec& spec, bool seed_given);
 
@@ -64,4 +77,4 @@ struct ValueSummary {
 };
 ValueSummary summarize(const std::string& name, const ir::Datum& value);
 
-}  // namespace switchyard::runtime
+}  // namespace switchyard::tooling

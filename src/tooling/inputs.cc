@@ -1,4 +1,4 @@
-#include "runtime/inputs.h"
+#include "tooling/inputs.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,50 @@
 
 #include "ir/check.h"
 
-namespace switchyard::runtime {
+namespace switchyard::tooling {
+
+namespace {
+
+// A dim as ValueInfo spells it: digits are a static size, "?" unknown, anything else a symbol.
+ir::Dim parse_dim(const std::string& text) {
+  ir::Dim d;
+  if (text == "?" || text.empty()) return d;
+  if (text.find_first_not_of("0123456789") == std::string::npos && text.size() < 19) {
+    d.value = std::stoll(text);
+  } else {
+    d.symbol = text;
+  }
+  return d;
+}
+
+}  // namespace
+
+Declared declared_of(const ValueInfo& info) {
+  ir::Type tensor;  // unknown: the model declares nothing
+  if (info.dtype != DType::Undefined || info.has_shape) {
+    std::optional<ir::Shape> shape;
+    if (info.has_shape) {
+      shape.emplace();
+      for (const std::string& d : info.dims) shape->push_back(parse_dim(d));
+    }
+    tensor = ir::Type::tensor(info.dtype, std::move(shape));
+  }
+  if (info.kind == "sequence") return {info.name, ir::Type::sequence(std::move(tensor))};
+  if (info.kind == "optional") return {info.name, ir::Type::optional(std::move(tensor))};
+  return {info.name, std::move(tensor)};
+}
+
+std::vector<Declared> declared_of(const std::vector<ValueInfo>& values) {
+  std::vector<Declared> out;
+  for (const ValueInfo& v : values) out.push_back(declared_of(v));
+  return out;
+}
+
+std::vector<Declared> declared_of(const std::vector<ir::Value*>& values) {
+  std::vector<Declared> out;
+  for (const ir::Value* v : values) out.push_back({v->name(), v->type()});
+  return out;
+}
 
 std::vector<int64_t> parse_shape(const std::string& text) {
   std::vector<int64_t> dims;
@@ -29,30 +72,30 @@ std::vector<int64_t> parse_shape(const std::string& text) {
   return dims;
 }
 
-std::vector<int64_t> resolve_input_shape(const ir::Value& input, const InputSpec& spec) {
-  const ir::Type* type = &input.type();
+std::vector<int64_t> resolve_input_shape(const Declared& input, const InputSpec& spec) {
+  const ir::Type* type = &input.type;
   if (type->is_optional() && type->element) type = type->element.get();
   SY_CHECK(type->is_tensor(), InvalidArgument, "input '{}' is a {}; give it in the inputs file",
-           input.name(), type->to_string());
-  auto given = spec.shapes.find(input.name());
+           input.name, type->to_string());
+  auto given = spec.shapes.find(input.name);
   if (given != spec.shapes.end()) {
     const std::vector<int64_t>& shape = given->second;
     if (type->shape) {
       SY_CHECK(shape.size() == type->shape->size(), InvalidArgument,
-               "--shape {}: rank {} given, the model declares {}", input.name(), shape.size(),
+               "--shape {}: rank {} given, the model declares {}", input.name, shape.size(),
                ir::shape_to_string(*type->shape));
       for (size_t i = 0; i < shape.size(); ++i) {
         const ir::Dim& d = (*type->shape)[i];
         SY_CHECK(!d.is_static() || d.value == shape[i], InvalidArgument,
-                 "--shape {}: dim {} is {}, the model declares {}", input.name(), i, shape[i],
+                 "--shape {}: dim {} is {}, the model declares {}", input.name, i, shape[i],
                  ir::shape_to_string(*type->shape));
       }
     }
     return shape;
   }
   SY_CHECK(type->shape.has_value(), InvalidArgument,
-           "input '{}' has no declared shape; give it with --shape {}=DIMS", input.name(),
-           input.name());
+           "input '{}' has no declared shape; give it with --shape {}=DIMS", input.name,
+           input.name);
   std::vector<int64_t> shape;
   for (size_t i = 0; i < type->shape->size(); ++i) {
     const ir::Dim& d = (*type->shape)[i];
@@ -61,22 +104,22 @@ std::vector<int64_t> resolve_input_shape(const ir::Value& input, const InputSpec
     } else if (d.is_symbolic()) {
       auto it = spec.dims.find(d.symbol);
       SY_CHECK(it != spec.dims.end(), InvalidArgument,
-               "input '{}' dim {} is '{}'; give it with --dim {}=N or --shape {}=DIMS",
-               input.name(), i, d.symbol, d.symbol, input.name());
+               "input '{}' dim {} is '{}'; give it with --dim {}=N or --shape {}=DIMS", input.name,
+               i, d.symbol, d.symbol, input.name);
       SY_CHECK(it->second >= 0, InvalidArgument, "--dim {}={} is negative", d.symbol, it->second);
       shape.push_back(it->second);
     } else {
       SY_THROW(InvalidArgument, "input '{}' dim {} is unknown; give it with --shape {}=DIMS",
-               input.name(), i, input.name());
+               input.name, i, input.name);
     }
   }
   checked_numel(shape);
   return shape;
 }
 
-ir::Tensor make_seeded_input(const ir::Value& input, size_t position, const InputSpec& spec) {
+ir::Tensor make_seeded_input(const Declared& input, size_t position, const InputSpec& spec) {
   std::vector<int64_t> shape = resolve_input_shape(input, spec);
-  const ir::Type* type = &input.type();
+  const ir::Type* type = &input.type;
   if (type->is_optional() && type->element) type = type->element.get();
   ir::Tensor t(type->dtype, shape);
   std::mt19937_64 rng(spec.seed * 1000003ULL + position);
@@ -120,15 +163,15 @@ ir::Tensor make_seeded_input(const ir::Value& input, size_t position, const Inpu
 namespace {
 
 // The tensor type of an input (an optional's element), or nullptr for other kinds.
-const ir::Type* tensor_type_of(const ir::Value& input) {
-  const ir::Type* type = &input.type();
+const ir::Type* tensor_type_of(const Declared& input) {
+  const ir::Type* type = &input.type;
   if (type->is_optional() && type->element) type = type->element.get();
   return type->is_tensor() ? type : nullptr;
 }
 
-std::string names_of(const std::vector<ir::Value*>& values) {
+std::string names_of(const std::vector<Declared>& values) {
   std::string out;
-  for (const ir::Value* v : values) out += (out.empty() ? "" : ", ") + v->name();
+  for (const Declared& v : values) out += (out.empty() ? "" : ", ") + v.name;
   return out.empty() ? "none" : out;
 }
 
@@ -140,23 +183,23 @@ std::string keys_of(const std::map<std::string, ir::Tensor>& arrays) {
 
 // Checks an array given for `input` against its declared dtype and the --shape / --dim the
 // user gave; binds the symbolic dims it fixes into `dims` (for the inputs that are seeded).
-void check_given(const ir::Value& input, const ir::Tensor& array, const std::string& key,
+void check_given(const Declared& input, const ir::Tensor& array, const std::string& key,
                  const std::string& source, const InputSpec& spec,
                  std::map<std::string, int64_t>& dims) {
   const ir::Type* type = tensor_type_of(input);
-  SY_CHECK(type != nullptr || input.type().is_unknown(), InvalidArgument,
-           "{}: array '{}' is a tensor, but input '{}' is a {}", source, key, input.name(),
-           input.type().to_string());
+  SY_CHECK(type != nullptr || input.type.is_unknown(), InvalidArgument,
+           "{}: array '{}' is a tensor, but input '{}' is a {}", source, key, input.name,
+           input.type.to_string());
   if (!type) return;
   SY_CHECK(type->dtype == ir::DType::Undefined || type->dtype == array.dtype(), InvalidArgument,
            "{}: array '{}' has dtype {}, but the model declares input '{}' as {}", source, key,
-           ir::dtype_name(array.dtype()), input.name(), ir::dtype_name(type->dtype));
+           ir::dtype_name(array.dtype()), input.name, ir::dtype_name(type->dtype));
   const std::string shape = ir::shape_to_string(array.shape());
-  auto wanted = spec.shapes.find(input.name());
+  auto wanted = spec.shapes.find(input.name);
   if (wanted != spec.shapes.end()) {
     SY_CHECK(wanted->second == array.shape(), InvalidArgument,
              "{}: array '{}' has shape {}, which contradicts --shape {}={}", source, key, shape,
-             input.name(), fmt::join(wanted->second, "x"));
+             input.name, fmt::join(wanted->second, "x"));
   }
   if (!type->shape || type->shape->size() != array.shape().size()) return;  // run() refuses it
   for (size_t i = 0; i < type->shape->size(); ++i) {
@@ -175,20 +218,20 @@ void check_given(const ir::Value& input, const ir::Tensor& array, const std::str
 
 }  // namespace
 
-ResolvedInputs resolve_inputs(const std::vector<ir::Value*>& inputs,
-                              const std::vector<ir::Value*>& outputs,
+ResolvedInputs resolve_inputs(const std::vector<Declared>& inputs,
+                              const std::vector<Declared>& outputs,
                               const std::map<std::string, ir::Tensor>& given,
                               const std::string& source, const InputSpec& spec, bool seed_given) {
   // Every --shape and --dim must bind something.
   std::set<std::string> symbols;
-  for (const ir::Value* v : inputs) {
-    if (const ir::Type* t = tensor_type_of(*v); t && t->shape)
+  for (const Declared& v : inputs) {
+    if (const ir::Type* t = tensor_type_of(v); t && t->shape)
       for (const ir::Dim& d : *t->shape)
         if (d.is_symbolic()) symbols.insert(d.symbol);
   }
   for (const auto& [name, shape] : spec.shapes) {
     bool known = std::any_of(inputs.begin(), inputs.end(),
-                             [&](const ir::Value* v) { return v->name() == name; });
+                             [&](const Declared& v) { return v.name == name; });
     SY_CHECK(known, InvalidArgument,
              "--shape {}: the model has no input named '{}'; its inputs: {}", name, name,
              names_of(inputs));
@@ -203,13 +246,13 @@ ResolvedInputs resolve_inputs(const std::vector<ir::Value*>& inputs,
   std::map<std::string, std::string> key_of;  // input name -> key
   ResolvedInputs result;
   for (const auto& [key, array] : given) {
-    const ir::Value* match = nullptr;
-    for (const ir::Value* v : inputs)
-      if (key == v->name() || key == "in." + v->name()) match = v;
+    const Declared* match = nullptr;
+    for (const Declared& v : inputs)
+      if (key == v.name || key == "in." + v.name) match = &v;
     if (!match) {
       bool reference_output = key.rfind("out.", 0) == 0 &&
-                              std::any_of(outputs.begin(), outputs.end(), [&](const ir::Value* v) {
-                                return "out." + v->name() == key;
+                              std::any_of(outputs.begin(), outputs.end(), [&](const Declared& v) {
+                                return "out." + v.name == key;
                               });
       SY_CHECK(reference_output, InvalidArgument,
                "{}: array '{}' names no input of the model; its inputs: {} (keys are input "
@@ -218,20 +261,20 @@ ResolvedInputs resolve_inputs(const std::vector<ir::Value*>& inputs,
       result.ignored_keys.push_back(key);
       continue;
     }
-    auto [it, fresh] = key_of.emplace(match->name(), key);
+    auto [it, fresh] = key_of.emplace(match->name, key);
     SY_CHECK(fresh, InvalidArgument, "{}: arrays '{}' and '{}' both give input '{}'", source,
-             it->second, key, match->name());
+             it->second, key, match->name);
   }
 
   InputSpec seeded = spec;
   for (const auto& [name, key] : key_of) {
-    const ir::Value* v = *std::find_if(inputs.begin(), inputs.end(),
-                                       [&](const ir::Value* x) { return x->name() == name; });
-    check_given(*v, given.at(key), key, source, spec, seeded.dims);
+    const Declared& v = *std::find_if(inputs.begin(), inputs.end(),
+                                      [&](const Declared& x) { return x.name == name; });
+    check_given(v, given.at(key), key, source, spec, seeded.dims);
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const ir::Value& v = *inputs[i];
-    auto it = key_of.find(v.name());
+    const Declared& v = inputs[i];
+    auto it = key_of.find(v.name);
     if (it != key_of.end()) {
       result.values.emplace_back(given.at(it->second));
       result.origins.push_back("from " + source);
@@ -240,7 +283,7 @@ ResolvedInputs resolve_inputs(const std::vector<ir::Value*>& inputs,
     SY_CHECK(source.empty() || seed_given, InvalidArgument,
              "input '{}' is not in {} (its keys: {}); add it as '{}' or '{}', or pass --seed N "
              "to seed the inputs the file lacks",
-             v.name(), source, keys_of(given), v.name(), "in." + v.name());
+             v.name, source, keys_of(given), v.name, "in." + v.name);
     result.values.emplace_back(make_seeded_input(v, i, seeded));
     result.origins.push_back(source.empty() ? fmt::format("seed {}", spec.seed)
                                             : fmt::format("seed {}, not in {}", spec.seed, source));
@@ -279,4 +322,4 @@ ValueSummary summarize(const std::string& name, const ir::Datum& value) {
   return s;
 }
 
-}  // namespace switchyard::runtime
+}  // namespace switchyard::tooling

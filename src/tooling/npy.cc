@@ -1,4 +1,4 @@
-#include "io/npy.h"
+#include "tooling/npy.h"
 
 #include <algorithm>
 #include <bit>
@@ -9,10 +9,10 @@
 #include <limits>
 #include <string_view>
 
-#include "io/npy_internal.h"
 #include "ir/check.h"
+#include "tooling/npy_internal.h"
 
-namespace switchyard::io {
+namespace switchyard::tooling {
 
 using ir::DType;
 using ir::Tensor;
@@ -563,4 +563,4 @@ Tensor read_npy(const std::string& path) {
   return parse_npy(buf.data(), buf.size(), what);
 }
 
-}  // namespace switchyard::io
+}  // namespace switchyard::tooling

@@ -11,10 +11,10 @@
 #include <utility>
 #include <vector>
 
-#include "io/npy.h"
 #include "ir/tensor.h"
+#include "tooling/npy.h"
 
-namespace switchyard::io {
+namespace switchyard::tooling {
 
 /// Reads every array of an .npz archive; key = member name without the ".npy" suffix.
 /// Supports stored and deflate members (zlib, raw inflate), zip64 (numpy's savez writes zip64
@@ -27,4 +27,4 @@ std::map<std::string, ir::Tensor> read_npz(const std::string& path);
 void write_npz(const std::string& path,
                const std::vector<std::pair<std::string, ir::Tensor>>& arrays);
 
-}  // namespace switchyard::io
+}  // namespace switchyard::tooling

@@ -22,7 +22,7 @@
 
 #include "ir/tensor.h"
 
-namespace switchyard::io {
+namespace switchyard::tooling {
 
 /// Parses one .npy image (v1.0, v2.0, v3.0 headers) from memory. `what` names the source in errors.
 ir::Tensor parse_npy(const uint8_t* data, size_t size, const std::string& what);
@@ -33,4 +33,4 @@ std::vector<uint8_t> serialize_npy(const ir::Tensor& t);
 /// Reads one .npy file.
 ir::Tensor read_npy(const std::string& path);
 
-}  // namespace switchyard::io
+}  // namespace switchyard::tooling

@@ -4,9 +4,9 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
-#include "backends/profiler.h"
+#include "tooling/trace.h"
 
-namespace switchyard::backends {
+namespace switchyard::tooling {
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -97,4 +97,4 @@ std::string format_chrome_trace(const std::vector<ProfileEvent>& events) {
   return out + "]}\n";
 }
 
-}  // namespace switchyard::backends
+}  // namespace switchyard::tooling

@@ -1,4 +1,4 @@
-#include "io/npz.h"
+#include "tooling/npz.h"
 
 #include <zlib.h>
 
@@ -10,10 +10,10 @@
 #include <limits>
 #include <set>
 
-#include "io/npy_internal.h"
 #include "ir/check.h"
+#include "tooling/npy_internal.h"
 
-namespace switchyard::io {
+namespace switchyard::tooling {
 
 using ir::Tensor;
 
@@ -393,4 +393,4 @@ void write_npz(const std::string& path, const std::vector<std::pair<std::string,
   }
 }
 
-}  // namespace switchyard::io
+}  // namespace switchyard::tooling

@@ -1,7 +1,7 @@
 // Tests for .npy / .npz I/O: round trips of every dtype, interop with real numpy (generated at
 // run time through /usr/bin/python3), hand-built zip variants (zip64, deflate, data descriptors)
 // and corrupt input.
-#include "io/npz.h"
+#include "tooling/npz.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -19,7 +19,7 @@
 
 #include "ir/check.h"
 
-namespace switchyard::io {
+namespace switchyard::tooling {
 namespace {
 
 namespace fs = std::filesystem;
@@ -905,4 +905,4 @@ TEST_F(NpzTest, EmptyArchive) {
 }
 
 }  // namespace
-}  // namespace switchyard::io
+}  // namespace switchyard::tooling

@@ -1,0 +1,33 @@
+// switchyard/profile.hpp — what one run reports about itself: statistics and, when asked for,
+// the timed steps it ran (RunOptions.profile).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace switchyard {
+
+/// Statistics of one run.
+struct RunStats {
+  size_t peak_bytes = 0;         ///< peak bytes of intermediate values, all devices together
+  bool shape_cache_hit = false;  ///< prepared state for this input-shape signature was reused
+  std::string shape_signature;   ///< the inputs' dtypes and shapes, as the cache keys them
+  int copies = 0;                ///< values copied between devices in this run
+  size_t copied_bytes = 0;
+};
+
+/// One timed step of a profiled run: a node, a copy between devices, or the whole run.
+struct ProfileEvent {
+  std::string name;      ///< node name (or copy description, or "model_run")
+  std::string op;        ///< op type, "Copy" for copies, "run" for the whole run
+  std::string device;    ///< "cpu", "sim:0", "cuda:0"
+  std::string category;  ///< "Node", "Session", "Copy"
+  int64_t start_us = 0;  ///< since the start of the profile
+  int64_t duration_us = 0;
+  std::vector<std::string> input_shapes;  ///< "1x3x224x224", "scalar", "seq[3]", "none"
+  std::vector<std::string> output_shapes;
+};
+
+}  // namespace switchyard
