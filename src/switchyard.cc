@@ -80,15 +80,8 @@ placement::Policy make_policy(const Options& o) {
 std::vector<std::shared_ptr<const backends::Backend>> make_devices(const Options& o) {
   SY_CHECK(o.sim_devices == 0 || o.sim_config.empty(), InvalidArgument,
            "--sim and --sim-config both declare simulated devices; give one of them");
-  static const char* const kPrecisions[] = {"fp32", "tf32", "fp16", "bf16"};
-  SY_CHECK(std::find(std::begin(kPrecisions), std::end(kPrecisions), o.precision) !=
-               std::end(kPrecisions),
-           InvalidArgument, "--precision '{}': expected fp32, tf32, fp16 or bf16", o.precision);
   std::vector<std::shared_ptr<const backends::Backend>> devices;
   backends::PluginConfig config;
-  config.precision = o.precision;
-  config.graphs = o.cuda_graphs;
-  config.fusion = o.fusion;
   uint64_t cpu_run_limit = 0;
   for (const auto& limit : o.memory_limits) {
     auto [device, bytes] = placement::parse_memory_limit(limit);
@@ -96,15 +89,12 @@ std::vector<std::shared_ptr<const backends::Backend>> make_devices(const Options
     if (device == "cpu") cpu_run_limit = bytes;
     config.memory_limits[device] = bytes;
   }
-  devices.push_back(std::make_shared<cpu::CpuBackend>(cpu_run_limit, o.fusion));
+  devices.push_back(std::make_shared<cpu::CpuBackend>(cpu_run_limit));
   for (auto& gpu : plugins::create_cuda_backends(config)) devices.push_back(std::move(gpu));
   std::vector<std::shared_ptr<backends::Backend>> sims =
       o.sim_config.empty() ? sim::create_sim_backends(o.sim_devices)
                            : sim::create_sim_backends(sim::parse_sim_config(o.sim_config));
-  for (auto& s : sims) {
-    static_cast<sim::SimBackend&>(*s).set_fusion(o.fusion);
-    devices.push_back(std::move(s));
-  }
+  for (auto& s : sims) devices.push_back(std::move(s));
   return devices;
 }
 
@@ -150,6 +140,7 @@ Executable Model::compile_graph(const Options& options) {
   co.shape_cache_capacity = options.shape_cache_capacity;
   co.optimize = options.optimize;
   co.policy = make_policy(options);
+  co.backend = compiler::backend_options(options.precision, options.fusion, options.cuda_graphs);
   auto devices = make_devices(options);
   std::unique_ptr<ir::Graph> graph(graph_.release());
   Executable exe;

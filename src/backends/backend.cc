@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "ir/check.h"
 #include "ops/op_kind.h"
 
 namespace switchyard::backends {
@@ -70,7 +71,29 @@ CostEstimate estimate_node_work(const ir::Node& node) {
   return e;
 }
 
-CostEstimate Backend::estimate(const ir::Node& node) const {
+Precision parse_precision(const std::string& text) {
+  if (text == "fp32") return Precision::Fp32;
+  if (text == "tf32") return Precision::Tf32;
+  if (text == "fp16") return Precision::Fp16;
+  if (text == "bf16") return Precision::Bf16;
+  SY_THROW(InvalidArgument, "--precision '{}': expected fp32, tf32, fp16 or bf16", text);
+}
+
+const char* precision_name(Precision p) {
+  switch (p) {
+    case Precision::Fp32:
+      return "fp32";
+    case Precision::Tf32:
+      return "tf32";
+    case Precision::Fp16:
+      return "fp16";
+    case Precision::Bf16:
+      return "bf16";
+  }
+  return "fp32";
+}
+
+CostEstimate Backend::estimate(const ir::Node& node, const CompileOptions&) const {
   CostEstimate e = estimate_node_work(node);
   const DeviceInfo& d = device();
   e.microseconds = e.flops / (d.gflops * 1e3) + e.bytes / (d.gbytes_per_s * 1e3);

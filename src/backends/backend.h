@@ -37,6 +37,24 @@ struct DeviceInfo {
   double copy_gbytes_per_s = 0.0;  ///< transfer bandwidth to/from the host (0: no copies)
 };
 
+/// Arithmetic precision a device computes floats at (Options.precision).
+enum class Precision { Fp32, Tf32, Fp16, Bf16 };
+/// "fp32", "tf32", "fp16" or "bf16"; throws InvalidArgument naming --precision otherwise.
+Precision parse_precision(const std::string& text);
+const char* precision_name(Precision p);
+
+/// What one compile asks of every device's lowering of its partitions: the public Options that
+/// change how a partition is lowered, validated once by the compiler and handed to
+/// Backend::estimate and Backend::compile (never kept as device state).
+struct CompileOptions {
+  /// GPUs: fp32 (TF32 off), tf32 (float32 storage, TF32 matrix math), fp16 or bf16.
+  Precision precision = Precision::Fp32;
+  /// Capture static-shape partitions as device graphs (CUDA graphs) and replay them.
+  bool device_graphs = true;
+  /// Fuse inside partitions (backends/fusion and the backends' own chains).
+  bool fusion = true;
+};
+
 /// Estimated cost of one node on a device.
 struct CostEstimate {
   double microseconds = 0;
@@ -61,6 +79,12 @@ struct Partition {
   const KernelRegistry* host_kernels = nullptr;
 };
 
+/// The arithmetic precision one node of the user's graph runs at in a compiled partition.
+struct NodePrecision {
+  std::string node;       ///< the node's name in the user's graph
+  std::string precision;  ///< "fp32", "fp16", ...
+};
+
 /// Nodes of the user's graph that run as one fused kernel: `members[0]` is the node that
 /// remains (its name is the fused node's), the rest were absorbed into it.
 struct FusionGroup {
@@ -73,6 +97,9 @@ class CompiledPartition {
   virtual ~CompiledPartition() = default;
   /// The groups of the partition's nodes it runs as fused kernels (for the placement report).
   virtual std::vector<FusionGroup> fusions() const { return {}; }
+  /// The precision each node computes at, where the device has more than one (empty: the
+  /// device's one precision, not reported).
+  virtual std::vector<NodePrecision> precisions() const { return {}; }
   /// Runs with inputs in Partition::inputs order (already in this device's memory); returns
   /// outputs in Partition::outputs order, in this device's memory.
   virtual std::vector<ir::Datum> run(std::vector<ir::Datum> inputs, RunState& state) const = 0;
@@ -93,10 +120,12 @@ class Backend {
   virtual const DeviceInfo& device() const = 0;
   /// Whether this device can run the node; the reason is user-facing when not.
   virtual Support supports(const ir::Node& node) const = 0;
-  /// Estimated cost of the node here, from its static types (unknown dims count as 1).
-  virtual CostEstimate estimate(const ir::Node& node) const;
-  /// Lowers a partition (its nodes all placed here) to this device.
-  virtual std::unique_ptr<CompiledPartition> compile(const Partition& partition) const = 0;
+  /// Estimated cost of the node here under `options` (precision changes arithmetic rates),
+  /// from its static types (unknown dims count as 1).
+  virtual CostEstimate estimate(const ir::Node& node, const CompileOptions& options) const;
+  /// Lowers a partition (its nodes all placed here) to this device under `options`.
+  virtual std::unique_ptr<CompiledPartition> compile(const Partition& partition,
+                                                     const CompileOptions& options) const = 0;
   /// A new pool of this device's memory for one run's values.
   virtual std::shared_ptr<HostPool> create_pool(bool poison) const = 0;
   /// Copies a value (host memory or another device's) into this device's memory, allocating
@@ -109,9 +138,6 @@ class Backend {
   }
   /// Inputs of the node this device's kernel reads on the host (shape-like values).
   virtual std::vector<int> host_inputs(const ir::Node&) const { return {}; }
-  /// The arithmetic precision the node runs at here ("fp32", "fp16", ...); empty when the
-  /// node computes no floating-point values or the device has one precision.
-  virtual std::string precision_of(const ir::Node&) const { return ""; }
   /// Whether a tensor's storage lives in this device's memory (for checks and tests).
   virtual bool owns(const ir::Tensor& tensor) const = 0;
   /// The host kernels when this backend runs them (cpu, sim): used to fold constants.

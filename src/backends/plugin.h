@@ -14,20 +14,15 @@
 
 namespace switchyard::backends {
 
-/// Compile options a plugin's devices honour.
+/// How a plugin's devices are set up (device state; what a compile asks of them comes through
+/// Backend::compile's CompileOptions instead).
 struct PluginConfig {
-  /// "fp32", "tf32", "fp16" or "bf16" (validated by the plugin).
-  std::string precision = "fp32";
-  /// Device id ("cuda:0") → byte limit of its allocator.
+  /// Device id ("cuda:0", or "cuda:uuid=PREFIX") → byte limit of its allocator.
   std::map<std::string, uint64_t> memory_limits;
-  /// Capture static-shape partitions as CUDA graphs and replay them.
-  bool graphs = true;
-  /// Fuse inside partitions (backends/fusion/fusion.h and the CUDA elementwise chains).
-  bool fusion = true;
 };
 
 /// Bump when the struct or the seam headers change incompatibly.
-constexpr int kPluginAbiVersion = 1;
+constexpr int kPluginAbiVersion = 2;
 
 struct BackendPlugin {
   int abi_version = kPluginAbiVersion;

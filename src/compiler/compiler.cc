@@ -13,9 +13,8 @@ namespace {
 // The most arithmetic constant folding spends on one node (a second or so on one core).
 constexpr double kMaxFoldedFlops = 1e9;
 
-// Devices know each node's precision and fusions once they compiled it: the report learns them.
-void record_compiled_facts(const ir::Graph& graph, const placement::Placement& pl,
-                           const std::vector<const backends::Backend*>& devices,
+// The compiled partitions know each node's precision and fusions: the report learns them.
+void record_compiled_facts(const placement::Placement& pl,
                            const std::vector<runtime::ExecutionPlan::Step>& steps,
                            placement::PlacementReport& report) {
   std::map<std::string, size_t> decision_of;
@@ -31,11 +30,11 @@ void record_compiled_facts(const ir::Graph& graph, const placement::Placement& p
           {static_cast<int>(p), pl.partitions[p].device, std::move(group.members)});
     }
   }
-  const auto& nodes = graph.nodes();
-  for (size_t i = 0; i < nodes.size() && i < report.nodes.size(); ++i) {
-    int d = pl.node_device[i];
-    if (d >= 0)
-      report.nodes[i].precision = devices[static_cast<size_t>(d)]->precision_of(*nodes[i]);
+  for (const runtime::ExecutionPlan::Step& step : steps) {
+    for (const backends::NodePrecision& np : step.partition->precisions()) {
+      auto it = decision_of.find(np.node);
+      if (it != decision_of.end()) report.nodes[it->second].precision = np.precision;
+    }
   }
 }
 
@@ -91,6 +90,15 @@ runtime::ExecutionPlan make_plan(const ir::Graph& graph, const placement::Placem
 
 }  // namespace
 
+backends::CompileOptions backend_options(const std::string& precision, bool fusion,
+                                         bool device_graphs) {
+  backends::CompileOptions o;
+  o.precision = backends::parse_precision(precision);
+  o.fusion = fusion;
+  o.device_graphs = device_graphs;
+  return o;
+}
+
 void optimize_graph(ir::Graph& graph, const backends::KernelRegistry& kernels) {
   passes::PassContext ctx;
   ctx.evaluate = [&kernels, &ctx](const ir::Node& node, const std::vector<ir::Datum>& inputs) {
@@ -136,14 +144,15 @@ std::shared_ptr<const CompiledModel> compile(
   }
   std::vector<const backends::Backend*> raw;
   for (const auto& d : devices) raw.push_back(d.get());
-  placement::Placement pl = placement::place(*graph, raw, options.policy);
+  placement::Placement pl = placement::place(*graph, raw, options.policy, options.backend);
   pl.report.model = graph->name();
   for (backends::Partition& p : pl.partitions) p.host_kernels = raw[0]->host_kernels();
   std::vector<std::unique_ptr<backends::CompiledPartition>> parts;
   for (size_t p = 0; p < pl.partitions.size(); ++p)
-    parts.push_back(raw[static_cast<size_t>(pl.partition_device[p])]->compile(pl.partitions[p]));
+    parts.push_back(raw[static_cast<size_t>(pl.partition_device[p])]->compile(pl.partitions[p],
+                                                                              options.backend));
   runtime::ExecutionPlan plan = make_plan(*graph, pl, std::move(parts));
-  record_compiled_facts(*graph, pl, raw, plan.steps, pl.report);
+  record_compiled_facts(pl, plan.steps, pl.report);
 
   runtime::RuntimeOptions ro;
   ro.num_threads = options.num_threads;

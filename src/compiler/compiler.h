@@ -28,6 +28,9 @@ struct CompileOptions {
   bool poison_buffers = false;
   /// Where nodes may and should run.
   placement::Policy policy;
+  /// What every device's compile of its partitions is asked for (precision, fusion, device
+  /// graphs); placement's estimates assume it too.
+  backends::CompileOptions backend;
 };
 
 /// A compiled model: the executable the runtime runs and how it was placed.
@@ -70,6 +73,11 @@ class CompiledModel {
 std::shared_ptr<const CompiledModel> compile(
     std::unique_ptr<ir::Graph> graph, std::vector<std::shared_ptr<const backends::Backend>> devices,
     const CompileOptions& options = {});
+
+/// The public Options' lowering fields, validated: throws InvalidArgument naming --precision for
+/// an unknown precision.
+backends::CompileOptions backend_options(const std::string& precision, bool fusion,
+                                         bool device_graphs);
 
 /// The optimization passes compile runs (constant folding over `kernels`, layer-norm fusion,
 /// dead-node removal), re-inferring types as they sharpen them.

@@ -82,8 +82,9 @@ struct NodeState {
 
 class Placer {
  public:
-  Placer(const ir::Graph& graph, const std::vector<const Backend*>& devices, const Policy& policy)
-      : graph_(graph), all_(devices), policy_(policy) {}
+  Placer(const ir::Graph& graph, const std::vector<const Backend*>& devices, const Policy& policy,
+         const backends::CompileOptions& lowering)
+      : graph_(graph), all_(devices), policy_(policy), lowering_(lowering) {}
 
   Placement run() {
     SY_CHECK(!all_.empty() && all_[0]->device().is_host, Internal,
@@ -179,7 +180,7 @@ class Placer {
   double estimate_us(size_t i, int d) {
     std::vector<double>& cache = estimates_[static_cast<size_t>(d)];
     if (cache.empty()) cache.assign(nodes_.size(), -1.0);
-    if (cache[i] < 0) cache[i] = dev(d).estimate(*nodes_[i]).microseconds;
+    if (cache[i] < 0) cache[i] = dev(d).estimate(*nodes_[i], lowering_).microseconds;
     return cache[i];
   }
 
@@ -673,6 +674,7 @@ class Placer {
   const ir::Graph& graph_;
   const std::vector<const Backend*>& all_;
   const Policy& policy_;
+  const backends::CompileOptions& lowering_;  // what the devices' estimates assume
   std::vector<int> allowed_;
   std::vector<int> targets_;
   std::vector<int> pin_devices_;
@@ -720,8 +722,8 @@ int resolve_device(const std::string& spec, const std::vector<const Backend*>& d
 }
 
 Placement place(const ir::Graph& graph, const std::vector<const Backend*>& devices,
-                const Policy& policy) {
-  return Placer(graph, devices, policy).run();
+                const Policy& policy, const backends::CompileOptions& lowering) {
+  return Placer(graph, devices, policy, lowering).run();
 }
 
 }  // namespace switchyard::placement

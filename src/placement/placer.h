@@ -43,8 +43,9 @@ struct Placement {
 /// or that the compute units exclude) and PlacementFailed for a pin onto a device that cannot
 /// run the node, or strict mode with unplaceable nodes (one line per node: name, op, device
 /// asked, reason).
+/// Cost estimates assume the devices compile under `lowering` (precision changes GPU rates).
 Placement place(const ir::Graph& graph, const std::vector<const backends::Backend*>& devices,
-                const Policy& policy);
+                const Policy& policy, const backends::CompileOptions& lowering = {});
 
 /// Finds a device by its --device spelling among `devices`: "cpu", "sim:N", "cuda:N",
 /// "cuda:uuid=PREFIX", "cuda:name=SUBSTRING", "cuda:most-memory". Returns its index, or throws

@@ -49,8 +49,7 @@ class FusedPartition : public backends::CompiledPartition {
 
 }  // namespace
 
-CpuBackend::CpuBackend(uint64_t run_memory_limit, bool fusion)
-    : run_memory_limit_(run_memory_limit), fusion_(fusion) {
+CpuBackend::CpuBackend(uint64_t run_memory_limit) : run_memory_limit_(run_memory_limit) {
   info_.id = "cpu";
   info_.kind = "cpu";
   info_.name = "host CPU";
@@ -66,8 +65,8 @@ backends::Support CpuBackend::supports(const ir::Node& node) const {
 }
 
 std::unique_ptr<backends::CompiledPartition> CpuBackend::compile(
-    const backends::Partition& partition) const {
-  return compile_fused_partition(partition, fusion_);
+    const backends::Partition& partition, const backends::CompileOptions& options) const {
+  return compile_fused_partition(partition, options.fusion);
 }
 
 std::unique_ptr<backends::CompiledPartition> compile_fused_partition(

@@ -9,12 +9,12 @@ class CpuBackend : public backends::Backend {
  public:
   /// `run_memory_limit` (bytes, 0 = none) caps what one run may hold in this device's pool
   /// (--memory-limit cpu=BYTES): past it, allocations throw OutOfMemory.
-  /// `fusion` (Options::fusion): fuse inside partitions (compile_fused_partition).
-  explicit CpuBackend(uint64_t run_memory_limit = 0, bool fusion = true);
+  explicit CpuBackend(uint64_t run_memory_limit = 0);
   const backends::DeviceInfo& device() const override { return info_; }
   backends::Support supports(const ir::Node& node) const override;
+  /// compile_fused_partition, fusing unless options.fusion is off.
   std::unique_ptr<backends::CompiledPartition> compile(
-      const backends::Partition& partition) const override;
+      const backends::Partition& partition, const backends::CompileOptions& options) const override;
   std::shared_ptr<backends::HostPool> create_pool(bool poison) const override;
   ir::Datum copy_in(const ir::Datum& value, backends::HostPool& pool) const override;
   bool owns(const ir::Tensor& tensor) const override;
@@ -23,7 +23,6 @@ class CpuBackend : public backends::Backend {
  private:
   backends::DeviceInfo info_;
   uint64_t run_memory_limit_ = 0;
-  bool fusion_ = true;
 };
 
 /// A partition run by the cpu kernels after the shared fusions (backends/fusion/fusion.h): what

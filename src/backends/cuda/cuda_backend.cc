@@ -7,11 +7,7 @@
 
 namespace switchyard::cuda {
 
-CudaBackend::CudaBackend(int index, const backends::PluginConfig& config)
-    : index_(index),
-      precision_(parse_precision(config.precision)),
-      graphs_(config.graphs),
-      fusion_(config.fusion) {
+CudaBackend::CudaBackend(int index, const backends::PluginConfig& config) : index_(index) {
   info_.id = "cuda:" + std::to_string(index);
   allocator_ = std::make_shared<DeviceAllocator>(index, 0);
   if (device_lost(index)) {
@@ -42,11 +38,9 @@ CudaBackend::CudaBackend(int index, const backends::PluginConfig& config)
       info_.peers.push_back("cuda:" + std::to_string(other));
   }
   // Cost model: fp32 FMA rate (128 lanes per SM on sm_80+) and DRAM bandwidth (DDR: 2
-  // transfers per clock); 16x the arithmetic rate where matrix units take fp16/bf16.
+  // transfers per clock). estimate() scales the arithmetic rate for --precision.
   double sm_ghz = d.sm_clock_khz() > 0 ? d.sm_clock_khz() / 1e6 : 1.5;
   info_.gflops = p.multiProcessorCount * 128.0 * 2.0 * sm_ghz;
-  if (precision_ == Precision::Fp16 || precision_ == Precision::Bf16) info_.gflops *= 16;
-  if (precision_ == Precision::Tf32) info_.gflops *= 8;
   double mem_ghz = d.memory_clock_khz() > 0 ? d.memory_clock_khz() / 1e6 : 1.0;
   info_.gbytes_per_s = 2.0 * mem_ghz * p.memoryBusWidth / 8.0;
   if (info_.gbytes_per_s <= 0) info_.gbytes_per_s = 1000;
@@ -71,16 +65,21 @@ backends::Support CudaBackend::supports(const ir::Node& node) const {
   return s;
 }
 
-backends::CostEstimate CudaBackend::estimate(const ir::Node& node) const {
-  backends::CostEstimate e = Backend::estimate(node);
+backends::CostEstimate CudaBackend::estimate(const ir::Node& node,
+                                             const backends::CompileOptions& options) const {
+  backends::CostEstimate e = backends::estimate_node_work(node);
+  double gflops = info_.gflops;
+  if (options.precision == Precision::Fp16 || options.precision == Precision::Bf16) gflops *= 16;
+  if (options.precision == Precision::Tf32) gflops *= 8;
+  e.microseconds = e.flops / (gflops * 1e3) + e.bytes / (info_.gbytes_per_s * 1e3);
   e.microseconds += 2.0;  // a kernel launch (hidden by CUDA graphs, but not free)
   return e;
 }
 
 std::unique_ptr<backends::CompiledPartition> CudaBackend::compile(
-    const backends::Partition& partition) const {
+    const backends::Partition& partition, const backends::CompileOptions& options) const {
   check_device_alive(index_);
-  return compile_cuda_partition(partition, *this);
+  return compile_cuda_partition(partition, *this, options);
 }
 
 std::shared_ptr<backends::HostPool> CudaBackend::create_pool(bool poison) const {
@@ -125,17 +124,6 @@ std::vector<int> CudaBackend::host_inputs(const ir::Node& node) const {
   return cuda_kernels().host_inputs(node);
 }
 
-void CudaBackend::record_precision(const ir::Node* node, std::string precision) const {
-  std::lock_guard<std::mutex> lock(precision_mutex_);
-  node_precision_[node] = std::move(precision);
-}
-
-std::string CudaBackend::precision_of(const ir::Node& node) const {
-  std::lock_guard<std::mutex> lock(precision_mutex_);
-  auto it = node_precision_.find(&node);
-  return it == node_precision_.end() ? "" : it->second;
-}
-
 bool CudaBackend::owns(const ir::Tensor& tensor) const {
   return backends::memory_space_of(tensor) == memory_space_of_device(index_);
 }
@@ -144,7 +132,6 @@ namespace {
 
 std::vector<std::shared_ptr<backends::Backend>> create_backends(
     const backends::PluginConfig& config, std::string* status) {
-  parse_precision(config.precision);  // a bad value is an error even without a GPU
   std::string why;
   int count = device_count(&why);
   std::vector<std::shared_ptr<backends::Backend>> out;

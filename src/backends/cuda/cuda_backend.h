@@ -22,39 +22,32 @@ class CudaBackend : public backends::Backend {
   CudaBackend(int index, const backends::PluginConfig& config);
   const backends::DeviceInfo& device() const override { return info_; }
   backends::Support supports(const ir::Node& node) const override;
-  backends::CostEstimate estimate(const ir::Node& node) const override;
+  /// The seam's estimate at this GPU's rates under options.precision (16x the fp32 arithmetic
+  /// rate where matrix units take fp16/bf16, 8x for TF32), plus a kernel launch.
+  backends::CostEstimate estimate(const ir::Node& node,
+                                  const backends::CompileOptions& options) const override;
   std::unique_ptr<backends::CompiledPartition> compile(
-      const backends::Partition& partition) const override;
+      const backends::Partition& partition, const backends::CompileOptions& options) const override;
   std::shared_ptr<backends::HostPool> create_pool(bool poison) const override;
   ir::Datum copy_in(const ir::Datum& value, backends::HostPool& pool) const override;
   ir::Datum copy_out(const ir::Datum& value, backends::HostPool& host_pool) const override;
   std::vector<int> host_inputs(const ir::Node& node) const override;
-  std::string precision_of(const ir::Node& node) const override;
   /// Shape computations kept in a partition run there on the host (cuda_partition.cc).
   bool runs_shape_steps_inline() const override { return true; }
   bool owns(const ir::Tensor& tensor) const override;
 
   int index() const { return index_; }
-  Precision precision() const { return precision_; }
-  bool graphs_enabled() const { return graphs_; }
-  bool fusion_enabled() const { return fusion_; }
   const std::shared_ptr<DeviceAllocator>& allocator() const { return allocator_; }
-  /// Records the precision a compiled node runs at (precision_of reads it).
-  void record_precision(const ir::Node* node, std::string precision) const;
 
  private:
   int index_;
-  Precision precision_;
-  bool graphs_;
-  bool fusion_;
   backends::DeviceInfo info_;
   std::shared_ptr<DeviceAllocator> allocator_;
-  mutable std::mutex precision_mutex_;
-  mutable std::map<const ir::Node*, std::string> node_precision_;
 };
 
-/// Compiles a partition for `backend` (cuda_partition.cc).
+/// Compiles a partition for `backend` under `options` (cuda_partition.cc).
 std::unique_ptr<backends::CompiledPartition> compile_cuda_partition(
-    const backends::Partition& partition, const CudaBackend& backend);
+    const backends::Partition& partition, const CudaBackend& backend,
+    const backends::CompileOptions& options);
 
 }  // namespace switchyard::cuda

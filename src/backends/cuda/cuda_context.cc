@@ -11,28 +11,6 @@
 
 namespace switchyard::cuda {
 
-Precision parse_precision(const std::string& text) {
-  if (text == "fp32") return Precision::Fp32;
-  if (text == "tf32") return Precision::Tf32;
-  if (text == "fp16") return Precision::Fp16;
-  if (text == "bf16") return Precision::Bf16;
-  SY_THROW(InvalidArgument, "--precision '{}': expected fp32, tf32, fp16 or bf16", text);
-}
-
-const char* precision_name(Precision p) {
-  switch (p) {
-    case Precision::Fp32:
-      return "fp32";
-    case Precision::Tf32:
-      return "tf32";
-    case Precision::Fp16:
-      return "fp16";
-    case Precision::Bf16:
-      return "bf16";
-  }
-  return "fp32";
-}
-
 CudaRunContext& run_context(const backends::KernelContext& ctx) {
   auto* c = static_cast<CudaRunContext*>(ctx.state().device_context);
   SY_CHECK(c != nullptr, Internal, "{}: a CUDA kernel ran outside a CUDA partition",

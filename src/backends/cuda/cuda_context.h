@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/backend.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/kernel.h"
 
@@ -21,9 +22,8 @@ namespace switchyard::cuda {
 
 /// Arithmetic precision of a partition (--precision). Fp16/Bf16 retype the partition's float32
 /// values; Tf32 keeps float32 storage and lets matrix units round operands to tf32.
-enum class Precision { Fp32, Tf32, Fp16, Bf16 };
-Precision parse_precision(const std::string& text);  ///< "fp32", "tf32", "fp16", "bf16"
-const char* precision_name(Precision p);
+using backends::Precision;  // the seam's (backends/backend.h)
+using backends::precision_name;
 
 /// One stream with its own library handles and workspace (a slot of the backend's pool).
 struct CudaRunContext {

@@ -109,22 +109,25 @@ struct GraphEntry {
 
 class CudaPartition : public backends::CompiledPartition {
  public:
-  CudaPartition(const backends::Partition& p, const CudaBackend& backend)
+  CudaPartition(const backends::Partition& p, const CudaBackend& backend,
+                const backends::CompileOptions& options)
       : backend_(backend),
+        precision_(options.precision),
+        device_graphs_(options.device_graphs),
         index_(p.index),
         input_on_host_(p.input_on_host),
         host_kernels_(p.host_kernels) {
     use_device(backend.index());
     std::map<const ir::Node*, const ir::Node*> origin;
     graph_ = backends::clone_partition(p, origin);
-    if (backend.fusion_enabled()) {
+    if (options.fusion) {
       fusions_ = backends::fuse_conv_epilogues(*graph_);
       for (backends::FusionGroup& g : backends::fuse_matmul_epilogues(*graph_))
         fusions_.push_back(std::move(g));
       fuse_elementwise_chains(*graph_);
     }
     std::map<const ir::Node*, std::string> precision;
-    Precision prec = backend.precision();
+    const Precision prec = precision_;
     if (prec == Precision::Fp16 || prec == Precision::Bf16)
       precision = apply_precision(
           *graph_, prec == Precision::Fp16 ? ir::DType::Float16 : ir::DType::BFloat16,
@@ -137,11 +140,14 @@ class CudaPartition : public backends::CompiledPartition {
       bool floaty = false;
       for (const ir::Value* v : n->outputs())
         floaty = floaty || (v->type().is_tensor() && ir::dtype_is_float(v->type().dtype));
-      if (floaty) backend.record_precision(n, precision_name(prec));
-    }
-    for (const auto& [node, prec_name] : precision) {
-      auto it = origin.find(node);
-      if (it != origin.end()) backend.record_precision(it->second, prec_name);
+      if (!floaty) continue;
+      // The rewrite's word for a node kept in another precision wins over the partition's.
+      std::string name = precision_name(prec);
+      for (const auto& [node, prec_name] : precision) {
+        auto it = origin.find(node);
+        if (it != origin.end() && it->second == n) name = prec_name;
+      }
+      precisions_.push_back({n->name(), std::move(name)});
     }
     build_steps();
   }
@@ -164,6 +170,7 @@ class CudaPartition : public backends::CompiledPartition {
   }
 
   std::vector<backends::FusionGroup> fusions() const override { return fusions_; }
+  std::vector<backends::NodePrecision> precisions() const override { return precisions_; }
 
   std::vector<ir::Datum> run(std::vector<ir::Datum> inputs,
                              backends::RunState& state) const override {
@@ -179,7 +186,7 @@ class CudaPartition : public backends::CompiledPartition {
     rc.cudnn = lease->cudnn;
     rc.workspace = lease->workspace;
     rc.workspace_bytes = lease->workspace_bytes;
-    rc.precision = backend_.precision();
+    rc.precision = precision_;
     rc.pending = &pending;
     void* saved = state.device_context;
     state.device_context = &rc;
@@ -192,7 +199,7 @@ class CudaPartition : public backends::CompiledPartition {
       rc.device_error = lease->error_word;
       SY_CUDA_CHECK(cudaMemsetAsync(rc.device_error, 0, sizeof(int32_t), rc.stream));
       std::vector<ir::Datum> out;
-      if (backend_.graphs_enabled() && capturable_ && !state.profiler) {
+      if (device_graphs_ && capturable_ && !state.profiler) {
         out = run_with_graphs(std::move(inputs), state, rc);  // may use the graph's word
       } else {
         out = execute(std::move(inputs), state, rc);
@@ -538,11 +545,14 @@ class CudaPartition : public backends::CompiledPartition {
   }
 
   const CudaBackend& backend_;
+  const Precision precision_;  // CompileOptions::precision
+  const bool device_graphs_;   // CompileOptions::device_graphs: replay CUDA graphs
   int index_;
   std::vector<char> input_on_host_;
   const backends::KernelRegistry* host_kernels_;  // Partition::host_kernels (host steps)
   std::unique_ptr<ir::Graph> graph_;
-  std::vector<backends::FusionGroup> fusions_;  // the shared fusions it made (fusion.h)
+  std::vector<backends::FusionGroup> fusions_;       // the shared fusions it made (fusion.h)
+  std::vector<backends::NodePrecision> precisions_;  // per original node computing floats
   std::vector<Step> steps_;
   std::shared_ptr<backends::HostPool> host_pool_;  // host steps' results (null: none)
   size_t num_slots_ = 0;
@@ -559,8 +569,9 @@ class CudaPartition : public backends::CompiledPartition {
 }  // namespace
 
 std::unique_ptr<backends::CompiledPartition> compile_cuda_partition(
-    const backends::Partition& partition, const CudaBackend& backend) {
-  return std::make_unique<CudaPartition>(partition, backend);
+    const backends::Partition& partition, const CudaBackend& backend,
+    const backends::CompileOptions& options) {
+  return std::make_unique<CudaPartition>(partition, backend, options);
 }
 
 }  // namespace switchyard::cuda

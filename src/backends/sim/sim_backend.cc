@@ -17,10 +17,8 @@ constexpr int kSimMemorySpaceBase = 1000;
 
 class SimPartition : public backends::CompiledPartition {
  public:
-  SimPartition(const backends::Partition& p, const SimBackend& backend)
-      : program_(cpu::compile_fused_partition(p, backend.fusion())),
-        backend_(backend),
-        inputs_(p.inputs) {}
+  SimPartition(const backends::Partition& p, const SimBackend& backend, bool fusion)
+      : program_(cpu::compile_fused_partition(p, fusion)), backend_(backend), inputs_(p.inputs) {}
 
   std::vector<ir::Datum> run(std::vector<ir::Datum> inputs,
                              backends::RunState& state) const override {
@@ -85,8 +83,8 @@ backends::Support SimBackend::supports(const ir::Node& node) const {
 }
 
 std::unique_ptr<backends::CompiledPartition> SimBackend::compile(
-    const backends::Partition& partition) const {
-  return std::make_unique<SimPartition>(partition, *this);
+    const backends::Partition& partition, const backends::CompileOptions& options) const {
+  return std::make_unique<SimPartition>(partition, *this, options.fusion);
 }
 
 std::shared_ptr<backends::HostPool> SimBackend::create_pool(bool poison) const {

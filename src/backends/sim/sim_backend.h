@@ -44,23 +44,19 @@ class SimBackend : public backends::Backend {
   /// Runs the partition on the CPU kernels, after checking that every input arrived in this
   /// device's memory (a missing copy is an internal error, never silently tolerated).
   std::unique_ptr<backends::CompiledPartition> compile(
-      const backends::Partition& partition) const override;
+      const backends::Partition& partition, const backends::CompileOptions& options) const override;
   std::shared_ptr<backends::HostPool> create_pool(bool poison) const override;
   ir::Datum copy_in(const ir::Datum& value, backends::HostPool& pool) const override;
   bool owns(const ir::Tensor& tensor) const override;
   const backends::KernelRegistry* host_kernels() const override;
   bool runs_shape_steps_inline() const override { return config_.shape_steps_inline; }
   const SimDeviceConfig& config() const { return config_; }
-  /// Options::fusion: fuse inside partitions as the cpu does (on by default).
-  void set_fusion(bool fusion) { fusion_ = fusion; }
-  bool fusion() const { return fusion_; }
 
  private:
   bool op_allowed(const std::string& op) const;
   int index_;
   SimDeviceConfig config_;
   backends::DeviceInfo info_;
-  bool fusion_ = true;
 };
 
 /// `count` devices that run every op (--sim N).

@@ -57,7 +57,7 @@ Outcome run_both(ir::Graph& g, const std::vector<ir::Tensor>& inputs) {
   for (const ir::Value* v : g.outputs()) p.outputs.push_back(v);
   p.input_on_host.assign(p.inputs.size(), 0);
   cpu::CpuBackend backend;
-  auto compiled = backend.compile(p);
+  auto compiled = backend.compile(p, backends::CompileOptions{});
   out.groups = compiled->fusions();
   backends::RunState state;
   state.pool = backends::HostPool::create(/*poison=*/true);
