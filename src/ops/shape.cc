@@ -223,6 +223,9 @@ void infer_squeeze(InferContext& ctx) {
       if (d.value != 1) out.push_back(d);
     }
   } else {
+    // normalize_axis lets axis 0 through for rank 0; a scalar has no axis to squeeze.
+    if (in.rank() == 0 && !axes->empty())
+      ctx.fail("axis {} is out of range for a rank-0 input", (*axes)[0]);
     std::vector<int64_t> sorted = unique_axes(ctx, *axes, in.rank());
     for (int64_t i = 0; i < in.rank(); ++i) {
       const ir::Dim& d = s[static_cast<size_t>(i)];

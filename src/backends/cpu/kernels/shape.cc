@@ -145,7 +145,11 @@ class SqueezeKernel : public backends::Kernel {
       for (int64_t d : in.shape())
         if (d != 1) out.push_back(d);
     } else {
-      std::vector<int64_t> axes = sorted_axes(ctx, int_values(ctx, 1, "axes"), in.rank());
+      std::vector<int64_t> raw = int_values(ctx, 1, "axes");
+      // normalize_axis lets axis 0 through for rank 0; a scalar has no axis to squeeze.
+      if (in.rank() == 0 && !raw.empty())
+        ctx.fail("axis {} is out of range for a rank-0 input", raw[0]);
+      std::vector<int64_t> axes = sorted_axes(ctx, std::move(raw), in.rank());
       for (int64_t i = 0; i < in.rank(); ++i) {
         if (!std::binary_search(axes.begin(), axes.end(), i)) {
           out.push_back(in.dim(i));
