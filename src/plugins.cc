@@ -15,7 +15,7 @@ namespace {
 // The folder libswitchyard.so was loaded from.
 std::filesystem::path core_folder() {
   Dl_info info{};
-  if (dladdr(reinterpret_cast<const void*>(&cuda_plugin), &info) && info.dli_fname)
+  if (dladdr(reinterpret_cast<const void*>(&plugin_states), &info) && info.dli_fname)
     return std::filesystem::path(info.dli_fname).parent_path();
   return {};
 }
@@ -61,21 +61,35 @@ PluginState load(const std::string& name, const std::string& file, const char* e
 
 }  // namespace
 
-const PluginState& cuda_plugin() {
-  static const PluginState state = load("cuda", "libswitchyard_cuda.so", "SWITCHYARD_CUDA_BACKEND");
-  return state;
+const std::vector<PluginSpec>& known_plugins() {
+  static const std::vector<PluginSpec> plugins = {
+      {"cuda", "libswitchyard_cuda.so", "SWITCHYARD_CUDA_BACKEND"},
+  };
+  return plugins;
 }
 
-std::vector<std::shared_ptr<backends::Backend>> create_cuda_backends(
-    const backends::PluginConfig& config, std::string* status) {
-  const PluginState& s = cuda_plugin();
-  if (!s.loaded) {
-    if (status) *status = s.detail;
-    return {};
+const std::vector<PluginState>& plugin_states() {
+  static const std::vector<PluginState> states = [] {
+    std::vector<PluginState> out;
+    for (const PluginSpec& p : known_plugins())
+      out.push_back(load(p.name, p.library, p.environment));
+    return out;
+  }();
+  return states;
+}
+
+std::vector<std::shared_ptr<backends::Backend>> create_plugin_backends(
+    const backends::PluginConfig& config, std::vector<std::string>* statuses) {
+  std::vector<std::shared_ptr<backends::Backend>> devices;
+  for (const PluginState& s : plugin_states()) {
+    if (!s.loaded) {
+      if (statuses) statuses->push_back(s.detail);
+      continue;
+    }
+    std::string status;
+    for (auto& d : s.plugin->create(config, &status)) devices.push_back(std::move(d));
+    if (statuses) statuses->push_back(status);
   }
-  std::string st;
-  auto devices = s.plugin->create(config, &st);
-  if (status) *status = st;
   return devices;
 }
 

@@ -18,13 +18,25 @@ struct PluginState {
   const backends::BackendPlugin* plugin = nullptr;
 };
 
-/// The CUDA backend plugin, loaded once per process (libswitchyard_cuda.so next to
-/// libswitchyard.so, or $SWITCHYARD_CUDA_BACKEND; SWITCHYARD_CUDA_BACKEND=off disables it).
-const PluginState& cuda_plugin();
+/// A backend plugin the core looks for: its name, its library (beside libswitchyard.so) and the
+/// environment variable that overrides the library's path ("off" disables the plugin).
+struct PluginSpec {
+  const char* name;         ///< "cuda"
+  const char* library;      ///< "libswitchyard_cuda.so"
+  const char* environment;  ///< "SWITCHYARD_CUDA_BACKEND"
+};
 
-/// The CUDA devices under `config` (none when the plugin did not load or found no GPU);
-/// `status` receives the plugin's own status line.
-std::vector<std::shared_ptr<backends::Backend>> create_cuda_backends(
-    const backends::PluginConfig& config, std::string* status = nullptr);
+/// Every plugin the core knows of, in device order (today: the CUDA backend). Adding a backend
+/// plugin is one line here and a library exporting switchyard_backend_plugin().
+const std::vector<PluginSpec>& known_plugins();
+
+/// Each known plugin's load state, in known_plugins() order, loaded once per process.
+const std::vector<PluginState>& plugin_states();
+
+/// The devices of every loaded plugin under `config`, in plugin order (none for a plugin that
+/// did not load or found no device). `statuses`, when given, receives one status line per
+/// plugin (its own line, or why it did not load).
+std::vector<std::shared_ptr<backends::Backend>> create_plugin_backends(
+    const backends::PluginConfig& config, std::vector<std::string>* statuses = nullptr);
 
 }  // namespace switchyard::plugins

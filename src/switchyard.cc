@@ -90,7 +90,7 @@ std::vector<std::shared_ptr<const backends::Backend>> make_devices(const Options
     config.memory_limits[device] = bytes;
   }
   devices.push_back(std::make_shared<cpu::CpuBackend>(cpu_run_limit));
-  for (auto& gpu : plugins::create_cuda_backends(config)) devices.push_back(std::move(gpu));
+  for (auto& d : plugins::create_plugin_backends(config)) devices.push_back(std::move(d));
   std::vector<std::shared_ptr<backends::Backend>> sims =
       o.sim_config.empty() ? sim::create_sim_backends(o.sim_devices)
                            : sim::create_sim_backends(sim::parse_sim_config(o.sim_config));
@@ -106,10 +106,12 @@ std::vector<BackendStatus> backend_status() {
                  fmt::format("built, {} op types (oneDNN for Conv/MatMul/Gemm/pooling)",
                              cpu::cpu_kernels().ops().size())});
   out.push_back({"sim", "", true, "built (declare devices with --sim N or --sim-config FILE)"});
-  const plugins::PluginState& s = plugins::cuda_plugin();
-  BackendStatus b{s.name, s.library, s.loaded, s.detail};
-  if (s.loaded) plugins::create_cuda_backends({}, &b.detail);
-  out.push_back(std::move(b));
+  std::vector<std::string> statuses;
+  plugins::create_plugin_backends({}, &statuses);
+  const std::vector<plugins::PluginState>& states = plugins::plugin_states();
+  for (size_t i = 0; i < states.size(); ++i)
+    out.push_back({states[i].name, states[i].library, states[i].loaded,
+                   i < statuses.size() ? statuses[i] : states[i].detail});
   return out;
 }
 
