@@ -118,7 +118,7 @@ std::vector<BackendStatus> backend_status() {
 std::vector<DeviceDescription> describe_devices(const Options& options) {
   std::vector<DeviceDescription> out;
   for (const auto& d : make_devices(options)) {
-    const backends::DeviceInfo& i = d->device();
+    const runtime::DeviceInfo& i = d->device();
     out.push_back(
         {i.id, i.kind, i.name, i.uuid, i.memory_bytes, i.sm_count, i.compute_capability, i.peers});
   }
@@ -169,7 +169,7 @@ runtime::RunControl run_control(const RunOptions& options) {
 RunResult Executable::run_values(std::vector<Datum> inputs, const RunOptions& options) const {
   runtime::RunControl control = run_control(options);
   RunResult result;
-  backends::Profiler profiler;
+  runtime::Profiler profiler;
   result.outputs = translate_std_exceptions("running the model", [&] {
     return impl_->run(std::move(inputs), &result.stats, options.profile ? &profiler : nullptr,
                       &control);

@@ -29,16 +29,17 @@ double elem_bytes(const ir::Value* v) {
   return s ? static_cast<double>(s) : 4;
 }
 
-class ProgramPartition : public CompiledPartition {
+class ProgramPartition : public runtime::CompiledPartition {
  public:
-  ProgramPartition(const Partition& p, const KernelRegistry& registry)
+  ProgramPartition(const Partition& p, const runtime::KernelRegistry& registry)
       : program_(*p.graph, p.nodes, p.inputs, p.outputs, registry) {}
-  std::vector<ir::Datum> run(std::vector<ir::Datum> inputs, RunState& state) const override {
+  std::vector<ir::Datum> run(std::vector<ir::Datum> inputs,
+                             runtime::RunState& state) const override {
     return program_.run(std::move(inputs), state);
   }
 
  private:
-  GraphProgram program_;
+  runtime::GraphProgram program_;
 };
 
 }  // namespace
@@ -95,40 +96,14 @@ const char* precision_name(Precision p) {
 
 CostEstimate Backend::estimate(const ir::Node& node, const CompileOptions&) const {
   CostEstimate e = estimate_node_work(node);
-  const DeviceInfo& d = device();
+  const runtime::DeviceInfo& d = device();
   e.microseconds = e.flops / (d.gflops * 1e3) + e.bytes / (d.gbytes_per_s * 1e3);
   return e;
 }
 
-std::unique_ptr<CompiledPartition> compile_program_partition(const Partition& partition,
-                                                             const KernelRegistry& registry) {
+std::unique_ptr<runtime::CompiledPartition> compile_program_partition(
+    const Partition& partition, const runtime::KernelRegistry& registry) {
   return std::make_unique<ProgramPartition>(partition, registry);
-}
-
-ir::Tensor allocate_like(const ir::Tensor& like, HostPool& pool) {
-  std::shared_ptr<void> storage = pool.allocate(like.nbytes());
-  void* data = storage.get();
-  return ir::Tensor::wrap(like.dtype(), like.shape(), std::move(storage), data);
-}
-
-ir::Datum map_tensors(const ir::Datum& value,
-                      const std::function<ir::Tensor(const ir::Tensor&)>& f) {
-  if (value.is_tensor()) return ir::Datum(f(value.tensor));
-  if (value.is_sequence()) {
-    std::vector<ir::Tensor> items;
-    for (const ir::Tensor& t : value.sequence) items.push_back(f(t));
-    return ir::Datum::make_sequence(value.sequence_dtype, std::move(items));
-  }
-  return value;
-}
-
-ir::Datum copy_datum(const ir::Datum& value, HostPool& pool) {
-  return map_tensors(value, [&](const ir::Tensor& t) {
-    if (t.dtype() == ir::DType::String) return t.clone();
-    ir::Tensor out = allocate_like(t, pool);
-    if (t.nbytes()) std::memcpy(out.raw(), t.raw(), t.nbytes());
-    return out;
-  });
 }
 
 }  // namespace switchyard::backends

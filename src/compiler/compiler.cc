@@ -20,7 +20,7 @@ void record_compiled_facts(const placement::Placement& pl,
   std::map<std::string, size_t> decision_of;
   for (size_t i = 0; i < report.nodes.size(); ++i) decision_of.emplace(report.nodes[i].node, i);
   for (size_t p = 0; p < steps.size(); ++p) {
-    for (backends::FusionGroup& group : steps[p].partition->fusions()) {
+    for (runtime::FusionGroup& group : steps[p].partition->fusions()) {
       if (group.members.size() < 2) continue;
       for (size_t m = 1; m < group.members.size(); ++m) {
         auto it = decision_of.find(group.members[m]);
@@ -31,7 +31,7 @@ void record_compiled_facts(const placement::Placement& pl,
     }
   }
   for (const runtime::ExecutionPlan::Step& step : steps) {
-    for (const backends::NodePrecision& np : step.partition->precisions()) {
+    for (const runtime::NodePrecision& np : step.partition->precisions()) {
       auto it = decision_of.find(np.node);
       if (it != decision_of.end()) report.nodes[it->second].precision = np.precision;
     }
@@ -41,7 +41,7 @@ void record_compiled_facts(const placement::Placement& pl,
 // The runtime's program from the placement: dense ids for the values that cross partitions,
 // the copies around each partition, and when each value can be dropped.
 runtime::ExecutionPlan make_plan(const ir::Graph& graph, const placement::Placement& pl,
-                                 std::vector<std::unique_ptr<backends::CompiledPartition>> parts) {
+                                 std::vector<std::unique_ptr<runtime::CompiledPartition>> parts) {
   runtime::ExecutionPlan plan;
   std::map<const ir::Value*, int> ids;
   auto id_of = [&](const ir::Value* v) {
@@ -99,7 +99,7 @@ backends::CompileOptions backend_options(const std::string& precision, bool fusi
   return o;
 }
 
-void optimize_graph(ir::Graph& graph, const backends::KernelRegistry& kernels) {
+void optimize_graph(ir::Graph& graph, const runtime::KernelRegistry& kernels) {
   passes::PassContext ctx;
   ctx.evaluate = [&kernels, &ctx](const ir::Node& node, const std::vector<ir::Datum>& inputs) {
     if (!kernels.supports(node).ok) return std::vector<ir::Datum>{};
@@ -107,7 +107,7 @@ void optimize_graph(ir::Graph& graph, const backends::KernelRegistry& kernels) {
     // work is large (deterministic, unlike a timer) and caps what one evaluation allocates.
     if (backends::estimate_node_work(node).flops > kMaxFoldedFlops) return std::vector<ir::Datum>{};
     try {
-      return backends::evaluate_node(kernels, node, inputs, 4 * ctx.max_folded_bytes);
+      return runtime::evaluate_node(kernels, node, inputs, 4 * ctx.max_folded_bytes);
     } catch (const Error&) {
       // A node that fails on its constants is left for run time, where the error names it
       // in context (it may sit in a branch that never runs).
@@ -147,7 +147,7 @@ std::shared_ptr<const CompiledModel> compile(
   placement::Placement pl = placement::place(*graph, raw, options.policy, options.backend);
   pl.report.model = graph->name();
   for (backends::Partition& p : pl.partitions) p.host_kernels = raw[0]->host_kernels();
-  std::vector<std::unique_ptr<backends::CompiledPartition>> parts;
+  std::vector<std::unique_ptr<runtime::CompiledPartition>> parts;
   for (size_t p = 0; p < pl.partitions.size(); ++p)
     parts.push_back(raw[static_cast<size_t>(pl.partition_device[p])]->compile(pl.partitions[p],
                                                                               options.backend));
@@ -158,7 +158,8 @@ std::shared_ptr<const CompiledModel> compile(
   ro.num_threads = options.num_threads;
   ro.shape_cache_capacity = options.shape_cache_capacity;
   ro.poison_buffers = options.poison_buffers;
-  auto exe = std::make_shared<const runtime::Executable>(std::move(graph), std::move(devices),
+  std::vector<std::shared_ptr<const runtime::Device>> run_devices(devices.begin(), devices.end());
+  auto exe = std::make_shared<const runtime::Executable>(std::move(graph), std::move(run_devices),
                                                          std::move(plan), ro);
   return std::make_shared<const CompiledModel>(std::move(exe), std::move(pl.report), options);
 }

@@ -48,13 +48,13 @@ class CompiledModel {
 
   /// runtime::Executable::run (thread-safe).
   std::vector<ir::Datum> run(std::vector<ir::Datum> inputs, runtime::RunStats* stats = nullptr,
-                             backends::Profiler* profiler = nullptr,
+                             runtime::Profiler* profiler = nullptr,
                              const runtime::RunControl* control = nullptr) const {
     return executable_->run(std::move(inputs), stats, profiler, control);
   }
   std::vector<ir::Datum> run(const std::map<std::string, ir::Datum>& inputs,
                              runtime::RunStats* stats = nullptr,
-                             backends::Profiler* profiler = nullptr,
+                             runtime::Profiler* profiler = nullptr,
                              const runtime::RunControl* control = nullptr) const {
     return executable_->run(inputs, stats, profiler, control);
   }
@@ -81,6 +81,6 @@ backends::CompileOptions backend_options(const std::string& precision, bool fusi
 
 /// The optimization passes compile runs (constant folding over `kernels`, layer-norm fusion,
 /// dead-node removal), re-inferring types as they sharpen them.
-void optimize_graph(ir::Graph& graph, const backends::KernelRegistry& kernels);
+void optimize_graph(ir::Graph& graph, const runtime::KernelRegistry& kernels);
 
 }  // namespace switchyard::compiler

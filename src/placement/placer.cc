@@ -15,10 +15,14 @@ namespace {
 
 using backends::Backend;
 
+std::vector<const runtime::DeviceInfo*> infos_of(const std::vector<const Backend*>& devices) {
+  std::vector<const runtime::DeviceInfo*> out;
+  for (const Backend* b : devices) out.push_back(&b->device());
+  return out;
+}
+
 std::string device_list_text(const std::vector<const Backend*>& devices) {
-  std::string s;
-  for (const Backend* b : devices) s += (s.empty() ? "" : ", ") + b->device().id;
-  return s;
+  return runtime::device_list_text(infos_of(devices));
 }
 
 bool shape_like(const ir::Value* v) { return ir::is_shape_like(v->type()); }
@@ -60,7 +64,7 @@ int64_t static_bytes(const ir::Value* v) {
 }
 
 // Estimated microseconds to move `v` to or from a device (unknown dims count as 1).
-double copy_cost_us(const ir::Value* v, const backends::DeviceInfo& d) {
+double copy_cost_us(const ir::Value* v, const runtime::DeviceInfo& d) {
   double bytes = 4;
   const ir::Type& t = v->type();
   if (t.is_tensor() && t.shape) {
@@ -110,7 +114,7 @@ class Placer {
     // Errors name the option that asked for the device (`option`: "--device sim:3").
     auto resolve_for = [&](const std::string& spec, const std::string& option) {
       try {
-        return resolve_device(spec, all_);
+        return runtime::resolve_device(spec, infos_of(all_));
       } catch (const Error& e) {
         SY_THROW(InvalidArgument, "{}: {}", option, e.message());
       }
@@ -252,7 +256,7 @@ class Placer {
       int pin = matching_pin(n);
       if (pin >= 0) {
         int d = pin_devices_[static_cast<size_t>(pin)];
-        backends::Support s = dev(d).supports(n);
+        runtime::Support s = dev(d).supports(n);
         SY_CHECK(s.ok, PlacementFailed, "--pin {}={}: node '{}' ({}) cannot run on {}: {}",
                  policy_.pins[static_cast<size_t>(pin)].pattern,
                  policy_.pins[static_cast<size_t>(pin)].device, n.name(), n.op_type(), dev_id(d),
@@ -263,14 +267,14 @@ class Placer {
         continue;
       }
       int d = wanted[i];
-      backends::Support s = dev(d).supports(n);
+      runtime::Support s = dev(d).supports(n);
       if (!s.ok) {
         if (policy_.fallback == Fallback::Strict) {
           strict_failures.push_back(fmt::format("  node '{}' ({}) on {}: {}", n.name(), n.op_type(),
                                                 dev_id(d), s.reason));
           continue;
         }
-        backends::Support host = dev(0).supports(n);
+        runtime::Support host = dev(0).supports(n);
         SY_CHECK(host.ok, Unsupported, "{}: no device can run it: {}; cpu: {}", n.describe(),
                  s.reason, host.reason);
         st = {0, Cause::Unsupported, s.reason};
@@ -692,34 +696,6 @@ class Placer {
 };
 
 }  // namespace
-
-int resolve_device(const std::string& spec, const std::vector<const Backend*>& devices) {
-  auto fail = [&]() -> int {
-    SY_THROW(InvalidArgument, "device '{}' does not exist (devices: {})", spec,
-             device_list_text(devices));
-  };
-  for (size_t i = 0; i < devices.size(); ++i)
-    if (devices[i]->device().id == spec) return static_cast<int>(i);
-  if (spec.rfind("cuda:", 0) == 0) {
-    std::string rest = spec.substr(5);
-    int best = -1;
-    for (size_t i = 0; i < devices.size(); ++i) {
-      const auto& d = devices[i]->device();
-      if (d.kind != "cuda") continue;
-      if (rest.rfind("uuid=", 0) == 0 && !rest.substr(5).empty() &&
-          d.uuid.rfind(rest.substr(5), 0) == 0)
-        return static_cast<int>(i);
-      if (rest.rfind("name=", 0) == 0 && !rest.substr(5).empty() &&
-          d.name.find(rest.substr(5)) != std::string::npos)
-        return static_cast<int>(i);
-      if (rest == "most-memory" &&
-          (best < 0 || d.memory_bytes > devices[static_cast<size_t>(best)]->device().memory_bytes))
-        best = static_cast<int>(i);
-    }
-    if (best >= 0) return best;
-  }
-  return fail();
-}
 
 Placement place(const ir::Graph& graph, const std::vector<const Backend*>& devices,
                 const Policy& policy, const backends::CompileOptions& lowering) {

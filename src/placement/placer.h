@@ -47,9 +47,4 @@ struct Placement {
 Placement place(const ir::Graph& graph, const std::vector<const backends::Backend*>& devices,
                 const Policy& policy, const backends::CompileOptions& lowering = {});
 
-/// Finds a device by its --device spelling among `devices`: "cpu", "sim:N", "cuda:N",
-/// "cuda:uuid=PREFIX", "cuda:name=SUBSTRING", "cuda:most-memory". Returns its index, or throws
-/// InvalidArgument listing the devices there are.
-int resolve_device(const std::string& spec, const std::vector<const backends::Backend*>& devices);
-
 }  // namespace switchyard::placement

@@ -45,8 +45,8 @@ void check_output_dtype(const ir::Value& v, const ir::Datum& d) {
 }  // namespace
 
 Executable::Executable(std::unique_ptr<ir::Graph> graph,
-                       std::vector<std::shared_ptr<const backends::Backend>> devices,
-                       ExecutionPlan plan, const RuntimeOptions& options)
+                       std::vector<std::shared_ptr<const Device>> devices, ExecutionPlan plan,
+                       const RuntimeOptions& options)
     : graph_(std::move(graph)),
       devices_(std::move(devices)),
       plan_(std::move(plan)),
@@ -149,14 +149,14 @@ size_t Executable::cached_shape_signatures() const {
 }
 
 std::vector<ir::Datum> Executable::run(std::vector<ir::Datum> inputs, RunStats* stats,
-                                       backends::Profiler* profiler,
+                                       runtime::Profiler* profiler,
                                        const RunControl* control) const {
   auto started = std::chrono::steady_clock::now();
   std::string signature = check_inputs(inputs);
   bool hit = false;
   PoolSet pools = acquire_pools(signature, &hit);
   for (auto& pool : pools) pool->reset_peak();
-  backends::RunState state;
+  runtime::RunState state;
   state.num_threads = num_threads_;
   state.profiler = profiler;
   if (control) {
@@ -190,7 +190,7 @@ std::vector<ir::Datum> Executable::run(std::vector<ir::Datum> inputs, RunStats* 
     int64_t start = profiler ? profiler->now_us() : 0;
     const ir::Datum& src = where[id][from];
     // A device whose memory host code cannot read copies its values out itself.
-    const backends::Backend& source = *devices_[from];
+    const Device& source = *devices_[from];
     where[id][to] = !source.device().host_addressable && devices_[to]->device().host_addressable
                         ? source.copy_out(src, *pools[to])
                         : devices_[to]->copy_in(src, *pools[to]);
@@ -200,7 +200,7 @@ std::vector<ir::Datum> Executable::run(std::vector<ir::Datum> inputs, RunStats* 
     for (const auto& t : src.sequence) bytes += t.nbytes();
     copied_bytes += bytes;
     if (profiler) {
-      backends::ProfileEvent e;
+      runtime::ProfileEvent e;
       e.name = fmt::format("copy {} {}->{}", values[id]->name(), devices_[from]->device().id,
                            devices_[to]->device().id);
       e.op = "Copy";
@@ -271,7 +271,7 @@ std::vector<ir::Datum> Executable::run(std::vector<ir::Datum> inputs, RunStats* 
   }
   for (size_t i = 0; i < outputs.size(); ++i) check_output_dtype(*graph_->outputs()[i], outputs[i]);
   if (profiler) {
-    backends::ProfileEvent e;
+    runtime::ProfileEvent e;
     e.name = "model_run";
     e.op = "run";
     e.device = "cpu";
@@ -293,7 +293,7 @@ std::vector<ir::Datum> Executable::run(std::vector<ir::Datum> inputs, RunStats* 
 }
 
 std::vector<ir::Datum> Executable::run(const std::map<std::string, ir::Datum>& inputs,
-                                       RunStats* stats, backends::Profiler* profiler,
+                                       RunStats* stats, runtime::Profiler* profiler,
                                        const RunControl* control) const {
   std::vector<ir::Datum> ordered;
   size_t used = 0;

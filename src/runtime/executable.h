@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "backends/backend.h"
-#include "backends/profiler.h"
 #include "ir/graph.h"
+#include "runtime/device.h"
+#include "runtime/profiler.h"
 
 namespace switchyard::runtime {
 
@@ -40,7 +40,7 @@ struct ExecutionPlan {
   /// One compiled partition and what surrounds its run.
   struct Step {
     int device = 0;
-    std::unique_ptr<backends::CompiledPartition> partition;
+    std::unique_ptr<runtime::CompiledPartition> partition;
     std::vector<int> inputs;          ///< value ids in the partition's input order
     std::vector<char> input_on_host;  ///< per input: 1 when it is read from host memory
     std::vector<int> outputs;         ///< value ids in the partition's output order
@@ -68,9 +68,8 @@ struct RunControl {
 class Executable {
  public:
   /// `devices[0]` is the host cpu; every step's device indexes `devices`.
-  Executable(std::unique_ptr<ir::Graph> graph,
-             std::vector<std::shared_ptr<const backends::Backend>> devices, ExecutionPlan plan,
-             const RuntimeOptions& options);
+  Executable(std::unique_ptr<ir::Graph> graph, std::vector<std::shared_ptr<const Device>> devices,
+             ExecutionPlan plan, const RuntimeOptions& options);
 
   const ir::Graph& graph() const { return *graph_; }
   const RuntimeOptions& options() const { return options_; }
@@ -82,24 +81,24 @@ class Executable {
   /// InvalidArgument naming the input. Returns outputs in graph-output order, in host memory.
   /// `control` (optional) sets a deadline and a cancellation flag: the run throws Cancelled.
   std::vector<ir::Datum> run(std::vector<ir::Datum> inputs, RunStats* stats = nullptr,
-                             backends::Profiler* profiler = nullptr,
+                             runtime::Profiler* profiler = nullptr,
                              const RunControl* control = nullptr) const;
   /// Same, inputs by name (every graph input must be given; unknown names are errors).
   std::vector<ir::Datum> run(const std::map<std::string, ir::Datum>& inputs,
-                             RunStats* stats = nullptr, backends::Profiler* profiler = nullptr,
+                             RunStats* stats = nullptr, runtime::Profiler* profiler = nullptr,
                              const RunControl* control = nullptr) const;
 
   /// Number of shape signatures currently cached.
   size_t cached_shape_signatures() const;
 
  private:
-  using PoolSet = std::vector<std::shared_ptr<backends::HostPool>>;
+  using PoolSet = std::vector<std::shared_ptr<runtime::HostPool>>;
   std::string check_inputs(const std::vector<ir::Datum>& inputs) const;
   PoolSet acquire_pools(const std::string& signature, bool* hit) const;
   void release_pools(const std::string& signature, PoolSet pools) const;
 
   std::unique_ptr<ir::Graph> graph_;
-  std::vector<std::shared_ptr<const backends::Backend>> devices_;
+  std::vector<std::shared_ptr<const Device>> devices_;
   ExecutionPlan plan_;
   RuntimeOptions options_;
   int num_threads_ = 1;

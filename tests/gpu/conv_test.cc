@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "backends/profiler.h"
 #include "compiler/compiler.h"
 #include "gpu/gpu_test_util.h"
+#include "runtime/profiler.h"
 #include "switchyard/switchyard.hpp"
 
 namespace switchyard::testing {
@@ -247,10 +247,10 @@ void expect_conv_chain_matches_cpu(const ConvChain& s, uint64_t seed, double rto
   if (!expect_fused) return;
   std::map<std::string, ir::Datum> datum_feeds;
   for (const auto& [name, t] : feeds) datum_feeds[name] = ir::Datum(t);
-  backends::Profiler profiler;
+  runtime::Profiler profiler;
   gpu_exe.internal().run(datum_feeds, nullptr, &profiler);
   std::set<std::string> on_gpu;
-  for (const backends::ProfileEvent& e : profiler.events())
+  for (const runtime::ProfileEvent& e : profiler.events())
     if (e.category == "Node" && e.device == "cuda:0") on_gpu.insert(e.name);
   EXPECT_EQ(on_gpu, std::set<std::string>{"conv"});
 }

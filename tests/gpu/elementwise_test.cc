@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "backends/profiler.h"
 #include "compiler/compiler.h"
 #include "gpu/gpu_test_util.h"
+#include "runtime/profiler.h"
 #include "switchyard/switchyard.hpp"
 
 namespace switchyard::testing {
@@ -649,7 +649,7 @@ struct Net {
 using NetBuilder = std::function<void(Net&)>;
 
 std::vector<ir::Datum> run_net(const NetBuilder& build, Options options,
-                               backends::Profiler* profiler = nullptr) {
+                               runtime::Profiler* profiler = nullptr) {
   Net net;
   build(net);
   options.num_threads = 2;
@@ -668,13 +668,13 @@ int expect_net_matches_cpu(const NetBuilder& build, double rtol, double atol,
   gpu.device = "cuda:0";
   gpu.fallback = "strict";
   gpu.precision = precision;
-  backends::Profiler profiler;
+  runtime::Profiler profiler;
   std::vector<ir::Datum> got = run_net(build, gpu, &profiler);
   EXPECT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size() && i < got.size(); ++i)
     EXPECT_TENSOR_NEAR(got[i].tensor, want[i].tensor, rtol, atol) << "output " << i;
   int steps = 0;
-  for (const backends::ProfileEvent& e : profiler.events())
+  for (const runtime::ProfileEvent& e : profiler.events())
     if (e.category == "Node" && e.device.rfind("cuda", 0) == 0) ++steps;
   return steps;
 }

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "backends/profiler.h"
 #include "compiler/compiler.h"
 #include "gpu/gpu_test_util.h"
+#include "runtime/profiler.h"
 #include "switchyard/switchyard.hpp"
 
 namespace switchyard::testing {
@@ -266,10 +266,10 @@ void expect_channels_last_pool_matches_cpu(const std::string& op, const std::vec
   std::map<std::string, Tensor> got = exe.run(feeds);
   EXPECT_EQ(compare_tensors(got.at("p"), want.at("p"), kLowPrecision.rtol, kLowPrecision.atol), "");
   std::map<std::string, ir::Datum> datum_feeds = {{"x", ir::Datum(feeds.at("x"))}};
-  backends::Profiler profiler;
+  runtime::Profiler profiler;
   exe.internal().run(datum_feeds, nullptr, &profiler);
   std::set<std::string> on_gpu;
-  for (const backends::ProfileEvent& e : profiler.events())
+  for (const runtime::ProfileEvent& e : profiler.events())
     if (e.category == "Node" && e.device == "cuda:0") on_gpu.insert(e.name);
   EXPECT_TRUE(on_gpu.count("pool/to_nchw")) << "the pool did not run channels-last";
   EXPECT_FALSE(on_gpu.count("conv/to_nchw")) << "the conv's result left the region";

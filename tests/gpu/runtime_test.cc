@@ -5,9 +5,9 @@
 
 #include <thread>
 
-#include "backends/profiler.h"
 #include "compiler/compiler.h"
 #include "gpu/gpu_test_util.h"
+#include "runtime/profiler.h"
 #include "switchyard/switchyard.hpp"
 
 namespace switchyard::testing {
@@ -210,14 +210,14 @@ TEST(CudaRuntime, Fp16ClampsFloat32MinConstants) {
 TEST(CudaRuntime, TraceHasEveryNodeOnTheGpuTrack) {
   SY_SKIP_WITHOUT_GPU();
   Executable gpu = compile_on(chain_graph(), gpu_options());
-  backends::Profiler profiler;
+  runtime::Profiler profiler;
   gpu.internal().run({ir::Datum(random_tensor(kF32, {4, 64}, 1))}, nullptr, &profiler);
   std::set<std::string> on_gpu;
-  for (const backends::ProfileEvent& e : profiler.events())
+  for (const runtime::ProfileEvent& e : profiler.events())
     if (e.category == "Node" && e.device == "cuda:0") on_gpu.insert(e.name);
   // Fusion may fold mul/relu into add's kernel; at least one node event and no cpu nodes.
   EXPECT_FALSE(on_gpu.empty());
-  for (const backends::ProfileEvent& e : profiler.events())
+  for (const runtime::ProfileEvent& e : profiler.events())
     if (e.category == "Node") EXPECT_EQ(e.device, "cuda:0") << e.name;
 }
 

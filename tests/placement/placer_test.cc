@@ -105,11 +105,11 @@ struct Observed {
 };
 
 Observed run_observed(const compiler::CompiledModel& exe, const std::vector<ir::Tensor>& inputs) {
-  backends::Profiler profiler;
+  runtime::Profiler profiler;
   Observed o;
   std::vector<ir::Datum> in(inputs.begin(), inputs.end());
   o.outputs = exe.run(std::move(in), &o.stats, &profiler);
-  for (const backends::ProfileEvent& e : profiler.events()) {
+  for (const runtime::ProfileEvent& e : profiler.events()) {
     if (e.category == "Node") {
       o.device_of[e.name] = e.device;
       ++o.times_run[e.name];

@@ -8,9 +8,9 @@
 #include <thread>
 
 #include "backends/cpu/cpu_kernels.h"
-#include "backends/executor.h"
 #include "ir/check.h"
 #include "ops/schema.h"
+#include "runtime/graph_program.h"
 
 namespace switchyard::testing {
 
@@ -53,7 +53,7 @@ std::unique_ptr<ir::Graph> build_op_graph(const OpCase& c) {
 
 std::vector<ir::Datum> run_op(const OpCase& c) {
   auto g = build_op_graph(c);
-  backends::GraphProgram program(*g, cpu::cpu_kernels());
+  runtime::GraphProgram program(*g, cpu::cpu_kernels());
   std::vector<ir::Datum> inputs;
   for (size_t i = 0; i < c.inputs.size(); ++i) {
     bool constant = i < c.constant_inputs.size() && c.constant_inputs[i];
@@ -62,10 +62,10 @@ std::vector<ir::Datum> run_op(const OpCase& c) {
   return run_program(program, std::move(inputs));
 }
 
-std::vector<ir::Datum> run_program(const backends::GraphProgram& program,
+std::vector<ir::Datum> run_program(const runtime::GraphProgram& program,
                                    std::vector<ir::Datum> inputs, int num_threads) {
-  backends::RunState state;
-  state.pool = backends::HostPool::create(/*poison=*/true);
+  runtime::RunState state;
+  state.pool = runtime::HostPool::create(/*poison=*/true);
   state.num_threads = num_threads;
   return program.run(std::move(inputs), state);
 }
@@ -131,7 +131,7 @@ void GraphCase::finish(std::vector<ir::Value*> outputs) {
   for (ir::Value* v : outputs) graph_->add_output(v);
   ops::infer_types(*graph_);
   ir::verify(*graph_);
-  program_ = std::make_unique<backends::GraphProgram>(*graph_, cpu::cpu_kernels());
+  program_ = std::make_unique<runtime::GraphProgram>(*graph_, cpu::cpu_kernels());
 }
 
 std::vector<ir::Datum> GraphCase::run() const { return run_program(*program_, feeds_); }

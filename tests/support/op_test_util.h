@@ -13,7 +13,7 @@
 #include "ir/check.h"
 #include "ir/graph.h"
 
-namespace switchyard::backends {
+namespace switchyard::runtime {
 class GraphProgram;
 }
 
@@ -46,7 +46,7 @@ ir::Tensor run_op1(const OpCase& c);
 /// Builds the graph of an OpCase (types inferred, verified).
 std::unique_ptr<ir::Graph> build_op_graph(const OpCase& c);
 /// Runs a compiled program on `inputs` with a fresh poisoned pool and `num_threads` threads.
-std::vector<ir::Datum> run_program(const backends::GraphProgram& program,
+std::vector<ir::Datum> run_program(const runtime::GraphProgram& program,
                                    std::vector<ir::Datum> inputs, int num_threads = 2);
 /// Calls check(thread, run) `runs` times on each of `num_threads` concurrent threads; check
 /// returns "" on success, else a description of the mismatch. Returns each thread's last
@@ -84,7 +84,7 @@ class GraphCase {
  private:
   std::unique_ptr<ir::Graph> graph_;
   std::vector<ir::Datum> feeds_;
-  std::unique_ptr<backends::GraphProgram> program_;
+  std::unique_ptr<runtime::GraphProgram> program_;
 };
 
 /// Seeded uniform values in [lo, hi) (integers: rounded; bool: random).

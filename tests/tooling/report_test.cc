@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/profiler.h"
+#include "runtime/profiler.h"
 #include "tooling/trace.h"
 
 namespace switchyard::tooling {
@@ -286,7 +286,7 @@ TEST(PlacementReportTest, HtmlIsSelfContainedAndEscapesNames) {
 namespace switchyard::tooling {
 namespace {
 
-using backends::Profiler;
+using runtime::Profiler;
 
 using nlohmann::json;
 

@@ -1,9 +1,9 @@
 #include "backends/cpu/cpu_backend.h"
 
 #include "backends/cpu/cpu_kernels.h"
-#include "backends/executor.h"
 #include "backends/fusion/fusion.h"
 #include "backends/partition_graph.h"
+#include "runtime/graph_program.h"
 
 namespace switchyard::cpu {
 
@@ -13,16 +13,16 @@ namespace {
 // (fusion.h): GELU patterns become Gelu, and Conv / MatMul / Gemm take their bias, residual,
 // scale and activation as oneDNN post-ops (or, on paths oneDNN does not take, as a loop in the
 // same kernel).
-class FusedPartition : public backends::CompiledPartition {
+class FusedPartition : public runtime::CompiledPartition {
  public:
-  FusedPartition(const backends::Partition& p, const backends::KernelRegistry& kernels) {
+  FusedPartition(const backends::Partition& p, const runtime::KernelRegistry& kernels) {
     std::map<const ir::Node*, const ir::Node*> origin;
     graph_ = backends::clone_partition(p, origin);
-    std::vector<backends::FusionGroup> groups = backends::fuse_gelu(*graph_);
-    for (backends::FusionGroup& g : backends::fuse_conv_epilogues(
+    std::vector<runtime::FusionGroup> groups = backends::fuse_gelu(*graph_);
+    for (runtime::FusionGroup& g : backends::fuse_conv_epilogues(
              *graph_, {"Relu", "Sigmoid", "Tanh", "Clip", "HardSwish", "Swish"}))
       groups.push_back(std::move(g));
-    for (backends::FusionGroup& g : backends::fuse_matmul_epilogues(*graph_))
+    for (runtime::FusionGroup& g : backends::fuse_matmul_epilogues(*graph_))
       groups.push_back(std::move(g));
     fusions_ = backends::merge_fusion_groups(std::move(groups));
     // oneDNN's convolutions take NHWC activations as they are: a chain of convolutions and the
@@ -33,18 +33,18 @@ class FusedPartition : public backends::CompiledPartition {
     // (an FPN's upsampling).
     static const backends::ChannelsLastRules kRules{{ir::DType::Float32}, true, true, true, true};
     backends::apply_channels_last(*graph_, kRules);
-    program_ = std::make_unique<backends::GraphProgram>(*graph_, kernels);
+    program_ = std::make_unique<runtime::GraphProgram>(*graph_, kernels);
   }
   std::vector<ir::Datum> run(std::vector<ir::Datum> inputs,
-                             backends::RunState& state) const override {
+                             runtime::RunState& state) const override {
     return program_->run(std::move(inputs), state);
   }
-  std::vector<backends::FusionGroup> fusions() const override { return fusions_; }
+  std::vector<runtime::FusionGroup> fusions() const override { return fusions_; }
 
  private:
   std::unique_ptr<ir::Graph> graph_;
-  std::unique_ptr<backends::GraphProgram> program_;
-  std::vector<backends::FusionGroup> fusions_;
+  std::unique_ptr<runtime::GraphProgram> program_;
+  std::vector<runtime::FusionGroup> fusions_;
 };
 
 }  // namespace
@@ -60,16 +60,16 @@ CpuBackend::CpuBackend(uint64_t run_memory_limit) : run_memory_limit_(run_memory
   info_.gbytes_per_s = 30.0;
 }
 
-backends::Support CpuBackend::supports(const ir::Node& node) const {
+runtime::Support CpuBackend::supports(const ir::Node& node) const {
   return cpu_kernels().supports(node);
 }
 
-std::unique_ptr<backends::CompiledPartition> CpuBackend::compile(
+std::unique_ptr<runtime::CompiledPartition> CpuBackend::compile(
     const backends::Partition& partition, const backends::CompileOptions& options) const {
   return compile_fused_partition(partition, options.fusion);
 }
 
-std::unique_ptr<backends::CompiledPartition> compile_fused_partition(
+std::unique_ptr<runtime::CompiledPartition> compile_fused_partition(
     const backends::Partition& partition, bool fusion) {
   // Bodies of If / Loop / Scan read outer values by pointer: such partitions run as placed.
   if (!fusion || backends::has_graph_bodies(partition))
@@ -77,20 +77,20 @@ std::unique_ptr<backends::CompiledPartition> compile_fused_partition(
   return std::make_unique<FusedPartition>(partition, cpu_kernels());
 }
 
-std::shared_ptr<backends::HostPool> CpuBackend::create_pool(bool poison) const {
-  auto pool = backends::HostPool::create(poison, backends::kHostMemorySpace);
+std::shared_ptr<runtime::HostPool> CpuBackend::create_pool(bool poison) const {
+  auto pool = runtime::HostPool::create(poison, runtime::kHostMemorySpace);
   if (run_memory_limit_ > 0) pool->set_limit(run_memory_limit_, "cpu");
   return pool;
 }
 
-ir::Datum CpuBackend::copy_in(const ir::Datum& value, backends::HostPool& pool) const {
-  return backends::copy_datum(value, pool);
+ir::Datum CpuBackend::copy_in(const ir::Datum& value, runtime::HostPool& pool) const {
+  return runtime::copy_datum(value, pool);
 }
 
 bool CpuBackend::owns(const ir::Tensor& tensor) const {
-  return backends::memory_space_of(tensor) == backends::kHostMemorySpace;
+  return runtime::memory_space_of(tensor) == runtime::kHostMemorySpace;
 }
 
-const backends::KernelRegistry* CpuBackend::host_kernels() const { return &cpu_kernels(); }
+const runtime::KernelRegistry* CpuBackend::host_kernels() const { return &cpu_kernels(); }
 
 }  // namespace switchyard::cpu

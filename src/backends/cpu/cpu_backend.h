@@ -10,18 +10,18 @@ class CpuBackend : public backends::Backend {
   /// `run_memory_limit` (bytes, 0 = none) caps what one run may hold in this device's pool
   /// (--memory-limit cpu=BYTES): past it, allocations throw OutOfMemory.
   explicit CpuBackend(uint64_t run_memory_limit = 0);
-  const backends::DeviceInfo& device() const override { return info_; }
-  backends::Support supports(const ir::Node& node) const override;
+  const runtime::DeviceInfo& device() const override { return info_; }
+  runtime::Support supports(const ir::Node& node) const override;
   /// compile_fused_partition, fusing unless options.fusion is off.
-  std::unique_ptr<backends::CompiledPartition> compile(
+  std::unique_ptr<runtime::CompiledPartition> compile(
       const backends::Partition& partition, const backends::CompileOptions& options) const override;
-  std::shared_ptr<backends::HostPool> create_pool(bool poison) const override;
-  ir::Datum copy_in(const ir::Datum& value, backends::HostPool& pool) const override;
+  std::shared_ptr<runtime::HostPool> create_pool(bool poison) const override;
+  ir::Datum copy_in(const ir::Datum& value, runtime::HostPool& pool) const override;
   bool owns(const ir::Tensor& tensor) const override;
-  const backends::KernelRegistry* host_kernels() const override;
+  const runtime::KernelRegistry* host_kernels() const override;
 
  private:
-  backends::DeviceInfo info_;
+  runtime::DeviceInfo info_;
   uint64_t run_memory_limit_ = 0;
 };
 
@@ -29,7 +29,7 @@ class CpuBackend : public backends::Backend {
 /// the cpu compiles, and the simulated devices too, so that a model gives the same bits
 /// wherever placement puts a whole fusion group.
 /// With `fusion` false, the partition's nodes run one kernel each (--no-fusion).
-std::unique_ptr<backends::CompiledPartition> compile_fused_partition(
+std::unique_ptr<runtime::CompiledPartition> compile_fused_partition(
     const backends::Partition& partition, bool fusion = true);
 
 }  // namespace switchyard::cpu

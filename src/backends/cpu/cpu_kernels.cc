@@ -2,9 +2,9 @@
 
 namespace switchyard::cpu {
 
-const backends::KernelRegistry& cpu_kernels() {
-  static const backends::KernelRegistry registry = [] {
-    backends::KernelRegistry r("cpu");
+const runtime::KernelRegistry& cpu_kernels() {
+  static const runtime::KernelRegistry registry = [] {
+    runtime::KernelRegistry r("cpu");
     register_elementwise_kernels(r);
     register_quantize_kernels(r);
     register_reduce_kernels(r);

@@ -56,12 +56,12 @@ CudaBackend::CudaBackend(int index, const backends::PluginConfig& config) : inde
   if (bytes) info_.memory_bytes = std::min<uint64_t>(info_.memory_bytes, bytes);
 }
 
-backends::Support CudaBackend::supports(const ir::Node& node) const {
+runtime::Support CudaBackend::supports(const ir::Node& node) const {
   if (!node.subgraphs().empty())
-    return backends::Support::no(
+    return runtime::Support::no(
         fmt::format("{} has a graph body; control flow runs on the cpu", node.op_type()));
-  backends::Support s = cuda_kernels().supports(node);
-  if (!s.ok) return backends::Support::no(fmt::format("no CUDA kernel: {}", s.reason));
+  runtime::Support s = cuda_kernels().supports(node);
+  if (!s.ok) return runtime::Support::no(fmt::format("no CUDA kernel: {}", s.reason));
   return s;
 }
 
@@ -76,26 +76,26 @@ backends::CostEstimate CudaBackend::estimate(const ir::Node& node,
   return e;
 }
 
-std::unique_ptr<backends::CompiledPartition> CudaBackend::compile(
+std::unique_ptr<runtime::CompiledPartition> CudaBackend::compile(
     const backends::Partition& partition, const backends::CompileOptions& options) const {
   check_device_alive(index_);
   return compile_cuda_partition(partition, *this, options);
 }
 
-std::shared_ptr<backends::HostPool> CudaBackend::create_pool(bool poison) const {
-  auto pool = backends::HostPool::create(poison, memory_space_of_device(index_), allocator_);
+std::shared_ptr<runtime::HostPool> CudaBackend::create_pool(bool poison) const {
+  auto pool = runtime::HostPool::create(poison, memory_space_of_device(index_), allocator_);
   pool->set_max_cached_bytes(SIZE_MAX);
   return pool;
 }
 
-ir::Datum CudaBackend::copy_in(const ir::Datum& value, backends::HostPool& pool) const {
+ir::Datum CudaBackend::copy_in(const ir::Datum& value, runtime::HostPool& pool) const {
   SY_ASSERT(pool.memory_space() == memory_space_of_device(index_));
-  return backends::map_tensors(value, [&](const ir::Tensor& t) {
+  return runtime::map_tensors(value, [&](const ir::Tensor& t) {
     SY_CHECK(t.dtype() != ir::DType::String, Unsupported, "string tensors cannot be copied to {}",
              info_.id);
-    ir::Tensor out = backends::allocate_like(t, pool);
+    ir::Tensor out = runtime::allocate_like(t, pool);
     if (!t.nbytes()) return out;
-    int from = device_of_memory_space(backends::memory_space_of(t));
+    int from = device_of_memory_space(runtime::memory_space_of(t));
     if (from < 0) {
       device_state(index_).copy_from_host(out.raw(), t.raw(), t.nbytes());
     } else {
@@ -107,9 +107,9 @@ ir::Datum CudaBackend::copy_in(const ir::Datum& value, backends::HostPool& pool)
   });
 }
 
-ir::Datum CudaBackend::copy_out(const ir::Datum& value, backends::HostPool& host_pool) const {
-  return backends::map_tensors(value, [&](const ir::Tensor& t) {
-    ir::Tensor out = backends::allocate_like(t, host_pool);
+ir::Datum CudaBackend::copy_out(const ir::Datum& value, runtime::HostPool& host_pool) const {
+  return runtime::map_tensors(value, [&](const ir::Tensor& t) {
+    ir::Tensor out = runtime::allocate_like(t, host_pool);
     if (!t.nbytes()) return out;
     if (owns(t)) {
       device_state(index_).copy_to_host(out.raw(), t.raw(), t.nbytes());
@@ -125,7 +125,7 @@ std::vector<int> CudaBackend::host_inputs(const ir::Node& node) const {
 }
 
 bool CudaBackend::owns(const ir::Tensor& tensor) const {
-  return backends::memory_space_of(tensor) == memory_space_of_device(index_);
+  return runtime::memory_space_of(tensor) == memory_space_of_device(index_);
 }
 
 namespace {

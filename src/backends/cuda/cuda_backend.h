@@ -20,17 +20,17 @@ namespace switchyard::cuda {
 class CudaBackend : public backends::Backend {
  public:
   CudaBackend(int index, const backends::PluginConfig& config);
-  const backends::DeviceInfo& device() const override { return info_; }
-  backends::Support supports(const ir::Node& node) const override;
+  const runtime::DeviceInfo& device() const override { return info_; }
+  runtime::Support supports(const ir::Node& node) const override;
   /// The seam's estimate at this GPU's rates under options.precision (16x the fp32 arithmetic
   /// rate where matrix units take fp16/bf16, 8x for TF32), plus a kernel launch.
   backends::CostEstimate estimate(const ir::Node& node,
                                   const backends::CompileOptions& options) const override;
-  std::unique_ptr<backends::CompiledPartition> compile(
+  std::unique_ptr<runtime::CompiledPartition> compile(
       const backends::Partition& partition, const backends::CompileOptions& options) const override;
-  std::shared_ptr<backends::HostPool> create_pool(bool poison) const override;
-  ir::Datum copy_in(const ir::Datum& value, backends::HostPool& pool) const override;
-  ir::Datum copy_out(const ir::Datum& value, backends::HostPool& host_pool) const override;
+  std::shared_ptr<runtime::HostPool> create_pool(bool poison) const override;
+  ir::Datum copy_in(const ir::Datum& value, runtime::HostPool& pool) const override;
+  ir::Datum copy_out(const ir::Datum& value, runtime::HostPool& host_pool) const override;
   std::vector<int> host_inputs(const ir::Node& node) const override;
   /// Shape computations kept in a partition run there on the host (cuda_partition.cc).
   bool runs_shape_steps_inline() const override { return true; }
@@ -41,12 +41,12 @@ class CudaBackend : public backends::Backend {
 
  private:
   int index_;
-  backends::DeviceInfo info_;
+  runtime::DeviceInfo info_;
   std::shared_ptr<DeviceAllocator> allocator_;
 };
 
 /// Compiles a partition for `backend` under `options` (cuda_partition.cc).
-std::unique_ptr<backends::CompiledPartition> compile_cuda_partition(
+std::unique_ptr<runtime::CompiledPartition> compile_cuda_partition(
     const backends::Partition& partition, const CudaBackend& backend,
     const backends::CompileOptions& options);
 

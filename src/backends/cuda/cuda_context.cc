@@ -6,13 +6,13 @@
 #include <cstring>
 
 #include "backends/cuda/device.h"
-#include "backends/executor.h"
 #include "ir/check.h"
+#include "runtime/graph_program.h"
 
 namespace switchyard::cuda {
 
-CudaRunContext& run_context(const backends::KernelContext& ctx) {
-  auto* c = static_cast<CudaRunContext*>(ctx.state().device_context);
+CudaRunContext& run_context(const runtime::KernelContext& ctx) {
+  auto* c = dynamic_cast<CudaRunContext*>(ctx.state().stream);
   SY_CHECK(c != nullptr, Internal, "{}: a CUDA kernel ran outside a CUDA partition",
            ctx.node().describe());
   return *c;
@@ -20,9 +20,9 @@ CudaRunContext& run_context(const backends::KernelContext& ctx) {
 
 // The input's bytes on the host: the tensor itself when it is host memory, else a synchronous
 // read-back on the partition's stream (not allowed while capturing a CUDA graph).
-ir::Tensor host_copy(const backends::KernelContext& ctx, size_t i) {
+ir::Tensor host_copy(const runtime::KernelContext& ctx, size_t i) {
   const ir::Tensor& t = ctx.input(i);
-  if (device_of_memory_space(backends::memory_space_of(t)) < 0) return t;
+  if (device_of_memory_space(runtime::memory_space_of(t)) < 0) return t;
   CudaRunContext& rc = run_context(ctx);
   SY_CHECK(!rc.capturing, Unsupported,
            "{}: input {} must be read on the host, which a CUDA graph capture cannot do",
@@ -36,21 +36,21 @@ ir::Tensor host_copy(const backends::KernelContext& ctx, size_t i) {
   return out;
 }
 
-std::vector<int64_t> read_ints(const backends::KernelContext& ctx, size_t i) {
+std::vector<int64_t> read_ints(const runtime::KernelContext& ctx, size_t i) {
   ir::Tensor t = host_copy(ctx, i);
   if (!ir::dtype_is_integer(t.dtype()))
     ctx.fail("input {} must be an integer tensor, got {}", i, ir::dtype_name(t.dtype()));
   return t.to_int_vector();
 }
 
-std::vector<double> read_doubles(const backends::KernelContext& ctx, size_t i) {
+std::vector<double> read_doubles(const runtime::KernelContext& ctx, size_t i) {
   ir::Tensor t = host_copy(ctx, i);
   std::vector<double> out(static_cast<size_t>(t.numel()));
   for (int64_t k = 0; k < t.numel(); ++k) out[static_cast<size_t>(k)] = t.scalar_as_double(k);
   return out;
 }
 
-std::shared_ptr<void> upload(backends::KernelContext& ctx, const void* data, size_t bytes) {
+std::shared_ptr<void> upload(runtime::KernelContext& ctx, const void* data, size_t bytes) {
   CudaRunContext& rc = run_context(ctx);
   std::shared_ptr<void> block = ctx.scratch(bytes);
   // A pinned copy of the data, kept alive with the block: the async copy reads it later (and a

@@ -16,7 +16,7 @@
 
 #include "backends/backend.h"
 #include "backends/cuda/cuda_check.h"
-#include "backends/kernel.h"
+#include "runtime/kernel.h"
 
 namespace switchyard::cuda {
 
@@ -26,7 +26,7 @@ using backends::Precision;  // the seam's (backends/backend.h)
 using backends::precision_name;
 
 /// One stream with its own library handles and workspace (a slot of the backend's pool).
-struct CudaRunContext {
+struct CudaRunContext : runtime::Stream {
   int device = 0;
   cudaStream_t stream = nullptr;
   cublasLtHandle_t cublaslt = nullptr;
@@ -60,29 +60,27 @@ inline int32_t fault_code(int32_t step_code, KernelFault fault) {
 
 /// The running partition's context; throws Internal when the kernel runs outside a CUDA
 /// partition.
-CudaRunContext& run_context(const backends::KernelContext& ctx);
-inline cudaStream_t stream_of(const backends::KernelContext& ctx) {
-  return run_context(ctx).stream;
-}
+CudaRunContext& run_context(const runtime::KernelContext& ctx);
+inline cudaStream_t stream_of(const runtime::KernelContext& ctx) { return run_context(ctx).stream; }
 
 /// Whether TF32 tensor-core math is allowed for float32 matrix work.
-inline bool allow_tf32(const backends::KernelContext& ctx) {
+inline bool allow_tf32(const runtime::KernelContext& ctx) {
   return run_context(ctx).precision == Precision::Tf32;
 }
 
 /// Integer values of input `i` (a host input), as int64. Throws InvalidArgument naming the node
 /// if the input is not an integer tensor. A device tensor is read back with a sync (only when
 /// a value could not be routed to the host; never while capturing).
-std::vector<int64_t> read_ints(const backends::KernelContext& ctx, size_t i);
+std::vector<int64_t> read_ints(const runtime::KernelContext& ctx, size_t i);
 /// Input `i` in host memory: the tensor itself when it is there (a host input), else read back
 /// with a sync (never while capturing).
-ir::Tensor host_copy(const backends::KernelContext& ctx, size_t i);
+ir::Tensor host_copy(const runtime::KernelContext& ctx, size_t i);
 /// Float values of input `i` (a host input: Resize scales).
-std::vector<double> read_doubles(const backends::KernelContext& ctx, size_t i);
+std::vector<double> read_doubles(const runtime::KernelContext& ctx, size_t i);
 
 /// Copies host data into device memory on the partition's stream (for small per-launch
 /// parameter arrays such as shapes and strides); the returned block stays valid until the
 /// stream has passed this point, which the caller ensures by holding it until run() returns.
-std::shared_ptr<void> upload(backends::KernelContext& ctx, const void* data, size_t bytes);
+std::shared_ptr<void> upload(runtime::KernelContext& ctx, const void* data, size_t bytes);
 
 }  // namespace switchyard::cuda

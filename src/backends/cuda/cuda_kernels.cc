@@ -2,9 +2,9 @@
 
 namespace switchyard::cuda {
 
-const backends::KernelRegistry& cuda_kernels() {
-  static const backends::KernelRegistry registry = [] {
-    backends::KernelRegistry r("cuda");
+const runtime::KernelRegistry& cuda_kernels() {
+  static const runtime::KernelRegistry registry = [] {
+    runtime::KernelRegistry r("cuda");
     register_matmul_kernels(r);
     register_conv_kernels(r);
     register_elementwise_kernels(r);

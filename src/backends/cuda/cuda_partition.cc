@@ -18,8 +18,8 @@
 #include "backends/cuda/layout.h"
 #include "backends/cuda/precision.h"
 #include "backends/partition_graph.h"
-#include "backends/profiler.h"
 #include "ir/check.h"
+#include "runtime/profiler.h"
 
 namespace switchyard::cuda {
 
@@ -35,10 +35,10 @@ constexpr size_t kMaxGraphsPerPartition = 8;
 // kernel's host input (a Reshape target). Its results are never partition outputs, which must be
 // in device memory; a node that misses a condition runs its CUDA kernel as before.
 std::set<const ir::Node*> find_host_steps(const ir::Graph& g, const std::vector<char>& on_host,
-                                          const backends::KernelRegistry& kernels,
-                                          const backends::KernelRegistry* host_kernels) {
+                                          const runtime::KernelRegistry& kernels,
+                                          const runtime::KernelRegistry* host_kernels) {
   if (host_kernels == nullptr) return {};
-  const backends::KernelRegistry& host = *host_kernels;
+  const runtime::KernelRegistry& host = *host_kernels;
   std::set<const ir::Value*> host_inputs;
   for (size_t i = 0; i < g.inputs().size(); ++i)
     if (i < on_host.size() && on_host[i]) host_inputs.insert(g.inputs()[i]);
@@ -90,7 +90,7 @@ std::string tensor_signature(const ir::Tensor& t) {
 struct CapturedGraph {
   std::mutex busy;
   cudaGraphExec_t exec = nullptr;
-  std::shared_ptr<backends::HostPool> arena;
+  std::shared_ptr<runtime::HostPool> arena;
   std::vector<ir::Datum> inputs;   ///< where replays expect the partition inputs
   std::vector<ir::Datum> outputs;  ///< where replays leave the partition outputs
   std::vector<std::shared_ptr<void>> keepalive;
@@ -107,7 +107,7 @@ struct GraphEntry {
   std::shared_ptr<CapturedGraph> graph;
 };
 
-class CudaPartition : public backends::CompiledPartition {
+class CudaPartition : public runtime::CompiledPartition {
  public:
   CudaPartition(const backends::Partition& p, const CudaBackend& backend,
                 const backends::CompileOptions& options)
@@ -122,7 +122,7 @@ class CudaPartition : public backends::CompiledPartition {
     graph_ = backends::clone_partition(p, origin);
     if (options.fusion) {
       fusions_ = backends::fuse_conv_epilogues(*graph_);
-      for (backends::FusionGroup& g : backends::fuse_matmul_epilogues(*graph_))
+      for (runtime::FusionGroup& g : backends::fuse_matmul_epilogues(*graph_))
         fusions_.push_back(std::move(g));
       fuse_elementwise_chains(*graph_);
     }
@@ -169,11 +169,11 @@ class CudaPartition : public backends::CompiledPartition {
              dev);
   }
 
-  std::vector<backends::FusionGroup> fusions() const override { return fusions_; }
-  std::vector<backends::NodePrecision> precisions() const override { return precisions_; }
+  std::vector<runtime::FusionGroup> fusions() const override { return fusions_; }
+  std::vector<runtime::NodePrecision> precisions() const override { return precisions_; }
 
   std::vector<ir::Datum> run(std::vector<ir::Datum> inputs,
-                             backends::RunState& state) const override {
+                             runtime::RunState& state) const override {
     const int device = backend_.index();
     use_device(device);
     for (size_t i = 0; i < inputs.size(); ++i) check_resident(inputs[i], i);
@@ -188,12 +188,12 @@ class CudaPartition : public backends::CompiledPartition {
     rc.workspace_bytes = lease->workspace_bytes;
     rc.precision = precision_;
     rc.pending = &pending;
-    void* saved = state.device_context;
-    state.device_context = &rc;
+    runtime::Stream* saved = state.stream;
+    state.stream = &rc;
     struct Restore {
-      backends::RunState& s;
-      void* v;
-      ~Restore() { s.device_context = v; }
+      runtime::RunState& s;
+      runtime::Stream* v;
+      ~Restore() { s.stream = v; }
     } restore{state, saved};
     try {
       rc.device_error = lease->error_word;
@@ -221,7 +221,7 @@ class CudaPartition : public backends::CompiledPartition {
   struct Step {
     const ir::Node* node;
     bool on_host = false;  // a shape computation run by the cpu kernel (find_host_steps)
-    std::unique_ptr<backends::Kernel> kernel;
+    std::unique_ptr<runtime::Kernel> kernel;
     std::vector<int> input_slots;  // -1: omitted
     std::vector<char> host_input;  // read on the host
     std::vector<int> output_slots;
@@ -231,9 +231,8 @@ class CudaPartition : public backends::CompiledPartition {
   void check_resident(const ir::Datum& d, size_t i) const {
     bool want_host = i < input_on_host_.size() && input_on_host_[i];
     auto ok = [&](const ir::Tensor& t) {
-      return t.nbytes() == 0 ||
-             (want_host ? device_of_memory_space(backends::memory_space_of(t)) < 0
-                        : backend_.owns(t));
+      return t.nbytes() == 0 || (want_host ? device_of_memory_space(runtime::memory_space_of(t)) < 0
+                                           : backend_.owns(t));
     };
     bool resident = true;
     if (d.is_tensor()) resident = ok(d.tensor);
@@ -243,7 +242,7 @@ class CudaPartition : public backends::CompiledPartition {
   }
 
   void build_steps() {
-    const backends::KernelRegistry& kernels = cuda_kernels();
+    const runtime::KernelRegistry& kernels = cuda_kernels();
     std::unordered_map<const ir::Value*, int> slot_of;
     auto slot = [&](const ir::Value* v) {
       auto [it, fresh] = slot_of.emplace(v, static_cast<int>(slot_of.size()));
@@ -271,7 +270,7 @@ class CudaPartition : public backends::CompiledPartition {
       if (step.on_host) {
         hi.resize(n->num_inputs());
         std::iota(hi.begin(), hi.end(), 0);  // a host step reads every input on the host
-        if (!host_pool_) host_pool_ = backends::HostPool::create();
+        if (!host_pool_) host_pool_ = runtime::HostPool::create();
       }
       for (size_t k = 0; k < n->num_inputs(); ++k) {
         const ir::Value* v = n->input(k);
@@ -309,16 +308,16 @@ class CudaPartition : public backends::CompiledPartition {
   }
 
   // Runs every step on rc.stream; returns the outputs (work may still be queued).
-  std::vector<ir::Datum> execute(std::vector<ir::Datum> inputs, backends::RunState& state,
+  std::vector<ir::Datum> execute(std::vector<ir::Datum> inputs, runtime::RunState& state,
                                  CudaRunContext& rc) const {
     std::vector<ir::Datum> slots = constants_;
     for (size_t i = 0; i < inputs.size(); ++i)
       slots[static_cast<size_t>(input_slots_[i])] = std::move(inputs[i]);
-    backends::Profiler* profiler = state.profiler;
+    runtime::Profiler* profiler = state.profiler;
     std::vector<cudaEvent_t> events;
     int64_t host_start = profiler ? profiler->now_us() : 0;
     // Host steps allocate their small results in host memory.
-    backends::RunState host_state;
+    runtime::RunState host_state;
     host_state.pool = host_pool_;
     host_state.num_threads = 1;
     for (size_t index = 0; index < steps_.size(); ++index) {
@@ -337,7 +336,7 @@ class CudaPartition : public backends::CompiledPartition {
         }
       }
       std::vector<ir::Datum> out(step.output_slots.size());
-      backends::KernelContext ctx(*step.node, in, out, step.on_host ? host_state : state, nullptr);
+      runtime::KernelContext ctx(*step.node, in, out, step.on_host ? host_state : state, nullptr);
       if (profiler) {
         cudaEvent_t e;
         SY_CUDA_CHECK(cudaEventCreate(&e));
@@ -357,7 +356,7 @@ class CudaPartition : public backends::CompiledPartition {
 
   // One "Node" event per step from CUDA events (device time), placed after the host time the
   // partition started.
-  void record_profile(backends::Profiler& profiler, std::vector<cudaEvent_t>& events,
+  void record_profile(runtime::Profiler& profiler, std::vector<cudaEvent_t>& events,
                       int64_t host_start, CudaRunContext& rc) const {
     cudaEvent_t end;
     SY_CUDA_CHECK(cudaEventCreate(&end));
@@ -368,7 +367,7 @@ class CudaPartition : public backends::CompiledPartition {
       float from_start = 0, duration = 0;
       SY_CUDA_CHECK(cudaEventElapsedTime(&from_start, events[0], events[i]));
       SY_CUDA_CHECK(cudaEventElapsedTime(&duration, events[i], events[i + 1]));
-      backends::ProfileEvent e;
+      runtime::ProfileEvent e;
       e.name = steps_[i].node->name();
       e.op = steps_[i].node->op_type();
       e.device = backend_.device().id;
@@ -403,7 +402,7 @@ class CudaPartition : public backends::CompiledPartition {
     return sig;
   }
 
-  std::vector<ir::Datum> run_with_graphs(std::vector<ir::Datum> inputs, backends::RunState& state,
+  std::vector<ir::Datum> run_with_graphs(std::vector<ir::Datum> inputs, runtime::RunState& state,
                                          CudaRunContext& rc) const {
     std::string sig = signature_of(inputs);
     if (sig.empty()) return execute(std::move(inputs), state, rc);
@@ -457,7 +456,7 @@ class CudaPartition : public backends::CompiledPartition {
     std::vector<ir::Datum> out;
     for (const ir::Datum& d : graph->outputs) {
       const ir::Tensor& t = d.tensor;
-      ir::Tensor copy = backends::allocate_like(t, *state.pool);
+      ir::Tensor copy = runtime::allocate_like(t, *state.pool);
       if (t.nbytes())
         SY_CUDA_CHECK(
             cudaMemcpyAsync(copy.raw(), t.raw(), t.nbytes(), cudaMemcpyDeviceToDevice, rc.stream));
@@ -469,7 +468,7 @@ class CudaPartition : public backends::CompiledPartition {
   // Captures one run into `graph` with its inputs staged in the graph's arena; false when the
   // partition cannot be captured (a kernel needed a host sync, say).
   bool capture_graph(CapturedGraph& graph, const std::vector<ir::Datum>& inputs,
-                     backends::RunState& state, CudaRunContext& rc) const {
+                     runtime::RunState& state, CudaRunContext& rc) const {
     graph.arena = backend_.create_pool(false);
     for (size_t i = 0; i < inputs.size(); ++i) {
       if (i < input_on_host_.size() && input_on_host_[i]) {
@@ -477,13 +476,13 @@ class CudaPartition : public backends::CompiledPartition {
         continue;
       }
       const ir::Tensor& src = inputs[i].tensor;
-      ir::Tensor staged = backends::allocate_like(src, *graph.arena);
+      ir::Tensor staged = runtime::allocate_like(src, *graph.arena);
       if (src.nbytes())
         SY_CUDA_CHECK(cudaMemcpyAsync(staged.raw(), src.raw(), src.nbytes(),
                                       cudaMemcpyDeviceToDevice, rc.stream));
       graph.inputs.emplace_back(std::move(staged));
     }
-    backends::RunState capture_state = state;
+    runtime::RunState capture_state = state;
     capture_state.pool = graph.arena;
     // Replays may run on any stream while this stream's own workspace serves other runs: the
     // graph gets a workspace of its own.
@@ -549,16 +548,16 @@ class CudaPartition : public backends::CompiledPartition {
   const bool device_graphs_;   // CompileOptions::device_graphs: replay CUDA graphs
   int index_;
   std::vector<char> input_on_host_;
-  const backends::KernelRegistry* host_kernels_;  // Partition::host_kernels (host steps)
+  const runtime::KernelRegistry* host_kernels_;  // Partition::host_kernels (host steps)
   std::unique_ptr<ir::Graph> graph_;
-  std::vector<backends::FusionGroup> fusions_;       // the shared fusions it made (fusion.h)
-  std::vector<backends::NodePrecision> precisions_;  // per original node computing floats
+  std::vector<runtime::FusionGroup> fusions_;       // the shared fusions it made (fusion.h)
+  std::vector<runtime::NodePrecision> precisions_;  // per original node computing floats
   std::vector<Step> steps_;
-  std::shared_ptr<backends::HostPool> host_pool_;  // host steps' results (null: none)
+  std::shared_ptr<runtime::HostPool> host_pool_;  // host steps' results (null: none)
   size_t num_slots_ = 0;
   std::vector<ir::Datum> constants_;       // device copies, per slot
   std::vector<ir::Datum> host_constants_;  // host tensors for host reads, per slot
-  std::shared_ptr<backends::HostPool> constants_pool_;
+  std::shared_ptr<runtime::HostPool> constants_pool_;
   std::vector<int> input_slots_;
   std::vector<int> output_slots_;
   bool capturable_ = true;
@@ -568,7 +567,7 @@ class CudaPartition : public backends::CompiledPartition {
 
 }  // namespace
 
-std::unique_ptr<backends::CompiledPartition> compile_cuda_partition(
+std::unique_ptr<runtime::CompiledPartition> compile_cuda_partition(
     const backends::Partition& partition, const CudaBackend& backend,
     const backends::CompileOptions& options) {
   return std::make_unique<CudaPartition>(partition, backend, options);

@@ -12,11 +12,11 @@
 #include <vector>
 
 #include "backends/cuda/cuda_context.h"
-#include "backends/memory.h"
+#include "runtime/memory.h"
 
 namespace switchyard::cuda {
 
-/// Memory-space tag of cuda:N's pool blocks (backends::memory_space_of).
+/// Memory-space tag of cuda:N's pool blocks (runtime::memory_space_of).
 constexpr int kCudaMemorySpaceBase = 2000;
 inline int memory_space_of_device(int device) { return kCudaMemorySpaceBase + device; }
 /// The CUDA device a memory space belongs to, or -1.
@@ -109,7 +109,7 @@ DeviceState& device_state(int index);
 
 /// Device memory for a pool: cudaMalloc / cudaFree on one device, honouring a byte limit
 /// (--memory-limit) over everything this allocator holds, cached blocks included.
-class DeviceAllocator : public backends::RawAllocator {
+class DeviceAllocator : public runtime::RawAllocator {
  public:
   DeviceAllocator(int device, uint64_t limit) : device_(device), limit_(limit) {}
   void* allocate(size_t bytes) override;

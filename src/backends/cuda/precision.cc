@@ -16,7 +16,7 @@ bool is_f32_tensor(const ir::Value* v) {
 
 const char* name_of(ir::DType t) { return t == ir::DType::Float16 ? "fp16" : "bf16"; }
 
-std::set<int> host_slots(const ir::Node& n, const backends::KernelRegistry& kernels) {
+std::set<int> host_slots(const ir::Node& n, const runtime::KernelRegistry& kernels) {
   std::vector<int> hi = kernels.host_inputs(n);
   return {hi.begin(), hi.end()};
 }
@@ -32,7 +32,7 @@ ir::Value* add_cast(ir::Graph& g, ir::Value* from, ir::DType to, const std::stri
 }
 
 // Whether some kernel reads `v` on the device (not as a host input).
-bool has_device_use(const ir::Value* v, const backends::KernelRegistry& kernels) {
+bool has_device_use(const ir::Value* v, const runtime::KernelRegistry& kernels) {
   for (auto [node, idx] : v->uses())
     if (!host_slots(*node, kernels).count(idx)) return true;
   return false;
@@ -40,7 +40,7 @@ bool has_device_use(const ir::Value* v, const backends::KernelRegistry& kernels)
 
 // Points every data (non-host) use of `from` at `to`, except inside `skip`.
 void redirect_device_uses(ir::Value* from, ir::Value* to, const ir::Node* skip,
-                          const backends::KernelRegistry& kernels) {
+                          const runtime::KernelRegistry& kernels) {
   auto uses = from->uses();
   for (auto [node, idx] : uses) {
     if (node == skip) continue;
@@ -97,7 +97,7 @@ ir::Tensor convert_float_tensor(const ir::Tensor& t, ir::DType target) {
 }
 
 std::map<const ir::Node*, std::string> apply_precision(ir::Graph& g, ir::DType target,
-                                                       const backends::KernelRegistry& kernels) {
+                                                       const runtime::KernelRegistry& kernels) {
   std::vector<ir::Node*> original;
   for (const auto& n : g.nodes()) original.push_back(n.get());
 

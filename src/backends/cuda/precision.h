@@ -11,8 +11,8 @@
 #include <map>
 #include <string>
 
-#include "backends/kernel.h"
 #include "ir/graph.h"
+#include "runtime/kernel.h"
 
 namespace switchyard::cuda {
 
@@ -20,7 +20,7 @@ namespace switchyard::cuda {
 /// "bf16" or "fp32" for a node kept in float32); nodes without float values are absent. Needs
 /// no device: `kernels` says which dtypes each op takes.
 std::map<const ir::Node*, std::string> apply_precision(ir::Graph& graph, ir::DType target,
-                                                       const backends::KernelRegistry& kernels);
+                                                       const runtime::KernelRegistry& kernels);
 
 /// float32 → target with finite values clamped to the target's finite range.
 ir::Tensor convert_float_tensor(const ir::Tensor& t, ir::DType target);

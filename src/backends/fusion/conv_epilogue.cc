@@ -250,9 +250,9 @@ void fuse(ir::Graph& g, ir::Node* conv, const Chain& chain) {
 
 }  // namespace
 
-std::vector<FusionGroup> fuse_conv_epilogues(ir::Graph& graph,
-                                             const std::vector<std::string>& activations) {
-  std::vector<FusionGroup> groups;
+std::vector<runtime::FusionGroup> fuse_conv_epilogues(ir::Graph& graph,
+                                                      const std::vector<std::string>& activations) {
+  std::vector<runtime::FusionGroup> groups;
   std::vector<ir::Node*> convs;
   for (const auto& n : graph.nodes())
     if (is_onnx_op(*n, "Conv") && n->num_outputs() == 1 && n->num_inputs() >= 2 &&
@@ -262,7 +262,7 @@ std::vector<FusionGroup> fuse_conv_epilogues(ir::Graph& graph,
   for (ir::Node* conv : convs) {
     Chain chain = find_chain(graph, conv, activations);
     if (chain.absorbed.empty()) continue;
-    FusionGroup group{{conv->name()}};
+    runtime::FusionGroup group{{conv->name()}};
     for (const ir::Node* n : chain.absorbed) group.members.push_back(n->name());
     groups.push_back(std::move(group));
     fuse(graph, conv, chain);

@@ -37,15 +37,15 @@ inline constexpr const char* kFusedAlphaAttr = "_sy_alpha";
 /// Conv → Add(bias) / Add(residual) → an activation of `activations` (fusion/conv_epilogue.cc):
 /// "Relu", "Sigmoid", "Tanh", "Clip" (the default: what every backend's Conv kernel applies),
 /// "HardSwish", "Swish" (SiLU written as Mul(x, Sigmoid(x))).
-std::vector<FusionGroup> fuse_conv_epilogues(ir::Graph& graph,
-                                             const std::vector<std::string>& activations = {
-                                                 "Relu", "Sigmoid", "Tanh", "Clip"});
+std::vector<runtime::FusionGroup> fuse_conv_epilogues(
+    ir::Graph& graph,
+    const std::vector<std::string>& activations = {"Relu", "Sigmoid", "Tanh", "Clip"});
 /// MatMul → Div | Mul(scalar) → Add(bias) → Relu | Gelu, Gemm → Relu | Gelu
 /// (fusion/matmul_epilogue.cc).
-std::vector<FusionGroup> fuse_matmul_epilogues(ir::Graph& graph);
+std::vector<runtime::FusionGroup> fuse_matmul_epilogues(ir::Graph& graph);
 /// The erf and tanh forms of GELU that exporters emit below opset 20 become one Gelu node
 /// (approximate "none" / "tanh") (fusion/gelu.cc).
-std::vector<FusionGroup> fuse_gelu(ir::Graph& graph);
+std::vector<runtime::FusionGroup> fuse_gelu(ir::Graph& graph);
 
 /// Which values and nodes a backend's channels-last kernels take (apply_channels_last).
 struct ChannelsLastRules {
@@ -68,6 +68,6 @@ size_t apply_channels_last(ir::Graph& graph, const ChannelsLastRules& rules);
 
 /// Merges groups made by successive passes: a group whose first member is a member of an
 /// earlier group (a Gelu made by fuse_gelu, then absorbed by a MatMul) joins that group.
-std::vector<FusionGroup> merge_fusion_groups(std::vector<FusionGroup> groups);
+std::vector<runtime::FusionGroup> merge_fusion_groups(std::vector<runtime::FusionGroup> groups);
 
 }  // namespace switchyard::backends

@@ -217,8 +217,8 @@ void rewrite(ir::Graph& g, const Match& m) {
 
 }  // namespace
 
-std::vector<FusionGroup> fuse_gelu(ir::Graph& graph) {
-  std::vector<FusionGroup> groups;
+std::vector<runtime::FusionGroup> fuse_gelu(ir::Graph& graph) {
+  std::vector<runtime::FusionGroup> groups;
   std::vector<ir::Node*> nodes;
   for (const auto& n : graph.nodes()) nodes.push_back(n.get());
   std::set<const ir::Node*> removed;  // erased by an earlier rewrite: never dereferenced
@@ -227,7 +227,7 @@ std::vector<FusionGroup> fuse_gelu(ir::Graph& graph) {
     std::optional<Match> m = match_erf(graph, n);
     if (!m) m = match_tanh(graph, n);
     if (!m || !fusable(*m)) continue;
-    FusionGroup group;
+    runtime::FusionGroup group;
     for (const ir::Node* member : m->nodes) group.members.push_back(member->name());
     groups.push_back(std::move(group));
     removed.insert(m->nodes.begin(), m->nodes.end());
@@ -237,15 +237,16 @@ std::vector<FusionGroup> fuse_gelu(ir::Graph& graph) {
   return groups;
 }
 
-std::vector<FusionGroup> merge_fusion_groups(std::vector<FusionGroup> groups) {
-  std::vector<FusionGroup> merged;
-  for (FusionGroup& g : groups) {
+std::vector<runtime::FusionGroup> merge_fusion_groups(std::vector<runtime::FusionGroup> groups) {
+  std::vector<runtime::FusionGroup> merged;
+  for (runtime::FusionGroup& g : groups) {
     if (g.members.empty()) continue;
     // A later group that absorbs an earlier group's fused node takes its members.
     std::vector<std::string> members;
     for (const std::string& name : g.members) {
-      auto it = std::find_if(merged.begin(), merged.end(),
-                             [&](const FusionGroup& e) { return e.members.front() == name; });
+      auto it = std::find_if(merged.begin(), merged.end(), [&](const runtime::FusionGroup& e) {
+        return e.members.front() == name;
+      });
       if (it == merged.end()) {
         members.push_back(name);
       } else {
@@ -253,7 +254,7 @@ std::vector<FusionGroup> merge_fusion_groups(std::vector<FusionGroup> groups) {
         merged.erase(it);
       }
     }
-    merged.push_back(FusionGroup{std::move(members)});
+    merged.push_back(runtime::FusionGroup{std::move(members)});
   }
   return merged;
 }

@@ -100,8 +100,8 @@ ir::Node* activation_after(const ir::Graph& graph, const ir::Value* v) {
 
 }  // namespace
 
-std::vector<FusionGroup> fuse_matmul_epilogues(ir::Graph& graph) {
-  std::vector<FusionGroup> groups;
+std::vector<runtime::FusionGroup> fuse_matmul_epilogues(ir::Graph& graph) {
+  std::vector<runtime::FusionGroup> groups;
   std::vector<ir::Node*> absorbed;
   std::vector<ir::Node*> nodes;
   for (const auto& n : graph.nodes()) nodes.push_back(n.get());
@@ -134,7 +134,7 @@ std::vector<FusionGroup> fuse_matmul_epilogues(ir::Graph& graph) {
     ir::Node* act = activation_after(graph, tail);
     if (act) tail = act->output(0);
     if (!scale && !add && !act) continue;
-    FusionGroup group{{node->name()}};
+    runtime::FusionGroup group{{node->name()}};
     for (ir::Node* n : {scale, add, act})
       if (n) group.members.push_back(n->name());
     groups.push_back(std::move(group));

@@ -15,13 +15,13 @@ namespace {
 
 constexpr int kSimMemorySpaceBase = 1000;
 
-class SimPartition : public backends::CompiledPartition {
+class SimPartition : public runtime::CompiledPartition {
  public:
   SimPartition(const backends::Partition& p, const SimBackend& backend, bool fusion)
       : program_(cpu::compile_fused_partition(p, fusion)), backend_(backend), inputs_(p.inputs) {}
 
   std::vector<ir::Datum> run(std::vector<ir::Datum> inputs,
-                             backends::RunState& state) const override {
+                             runtime::RunState& state) const override {
     for (size_t i = 0; i < inputs.size(); ++i) {
       const ir::Datum& d = inputs[i];
       bool resident = true;
@@ -34,10 +34,10 @@ class SimPartition : public backends::CompiledPartition {
     }
     return program_->run(std::move(inputs), state);
   }
-  std::vector<backends::FusionGroup> fusions() const override { return program_->fusions(); }
+  std::vector<runtime::FusionGroup> fusions() const override { return program_->fusions(); }
 
  private:
-  std::unique_ptr<backends::CompiledPartition> program_;
+  std::unique_ptr<runtime::CompiledPartition> program_;
   const SimBackend& backend_;
   std::vector<const ir::Value*> inputs_;
 };
@@ -63,9 +63,9 @@ bool SimBackend::op_allowed(const std::string& op) const {
   return config_.all_ops || config_.ops.count(op) > 0;
 }
 
-backends::Support SimBackend::supports(const ir::Node& node) const {
+runtime::Support SimBackend::supports(const ir::Node& node) const {
   if (!op_allowed(node.op_type()))
-    return backends::Support::no(fmt::format("not supported on {}", info_.id));
+    return runtime::Support::no(fmt::format("not supported on {}", info_.id));
   std::string missing;
   std::function<void(const ir::Graph&)> walk = [&](const ir::Graph& g) {
     for (const auto& n : g.nodes()) {
@@ -75,32 +75,32 @@ backends::Support SimBackend::supports(const ir::Node& node) const {
   };
   for (const ir::Graph* s : node.subgraphs()) walk(*s);
   if (!missing.empty())
-    return backends::Support::no(
+    return runtime::Support::no(
         fmt::format("its body uses {}, which is not supported on {}", missing, info_.id));
-  backends::Support s = cpu::cpu_kernels().supports(node);
-  if (!s.ok) return backends::Support::no(fmt::format("no kernel on {}: {}", info_.id, s.reason));
+  runtime::Support s = cpu::cpu_kernels().supports(node);
+  if (!s.ok) return runtime::Support::no(fmt::format("no kernel on {}: {}", info_.id, s.reason));
   return s;
 }
 
-std::unique_ptr<backends::CompiledPartition> SimBackend::compile(
+std::unique_ptr<runtime::CompiledPartition> SimBackend::compile(
     const backends::Partition& partition, const backends::CompileOptions& options) const {
   return std::make_unique<SimPartition>(partition, *this, options.fusion);
 }
 
-std::shared_ptr<backends::HostPool> SimBackend::create_pool(bool poison) const {
-  return backends::HostPool::create(poison, kSimMemorySpaceBase + index_);
+std::shared_ptr<runtime::HostPool> SimBackend::create_pool(bool poison) const {
+  return runtime::HostPool::create(poison, kSimMemorySpaceBase + index_);
 }
 
-ir::Datum SimBackend::copy_in(const ir::Datum& value, backends::HostPool& pool) const {
+ir::Datum SimBackend::copy_in(const ir::Datum& value, runtime::HostPool& pool) const {
   SY_ASSERT(pool.memory_space() == kSimMemorySpaceBase + index_);
-  return backends::copy_datum(value, pool);
+  return runtime::copy_datum(value, pool);
 }
 
 bool SimBackend::owns(const ir::Tensor& tensor) const {
-  return backends::memory_space_of(tensor) == kSimMemorySpaceBase + index_;
+  return runtime::memory_space_of(tensor) == kSimMemorySpaceBase + index_;
 }
 
-const backends::KernelRegistry* SimBackend::host_kernels() const { return &cpu::cpu_kernels(); }
+const runtime::KernelRegistry* SimBackend::host_kernels() const { return &cpu::cpu_kernels(); }
 
 std::vector<SimDeviceConfig> parse_sim_config(const std::string& path) {
   std::ifstream in(path);

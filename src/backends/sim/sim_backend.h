@@ -37,18 +37,18 @@ std::vector<SimDeviceConfig> parse_sim_config(const std::string& path);
 class SimBackend : public backends::Backend {
  public:
   SimBackend(int index, SimDeviceConfig config);
-  const backends::DeviceInfo& device() const override { return info_; }
+  const runtime::DeviceInfo& device() const override { return info_; }
   /// Supported when the op (and every op of its bodies) is in the subset and a CPU kernel
   /// accepts the node.
-  backends::Support supports(const ir::Node& node) const override;
+  runtime::Support supports(const ir::Node& node) const override;
   /// Runs the partition on the CPU kernels, after checking that every input arrived in this
   /// device's memory (a missing copy is an internal error, never silently tolerated).
-  std::unique_ptr<backends::CompiledPartition> compile(
+  std::unique_ptr<runtime::CompiledPartition> compile(
       const backends::Partition& partition, const backends::CompileOptions& options) const override;
-  std::shared_ptr<backends::HostPool> create_pool(bool poison) const override;
-  ir::Datum copy_in(const ir::Datum& value, backends::HostPool& pool) const override;
+  std::shared_ptr<runtime::HostPool> create_pool(bool poison) const override;
+  ir::Datum copy_in(const ir::Datum& value, runtime::HostPool& pool) const override;
   bool owns(const ir::Tensor& tensor) const override;
-  const backends::KernelRegistry* host_kernels() const override;
+  const runtime::KernelRegistry* host_kernels() const override;
   bool runs_shape_steps_inline() const override { return config_.shape_steps_inline; }
   const SimDeviceConfig& config() const { return config_; }
 
@@ -56,7 +56,7 @@ class SimBackend : public backends::Backend {
   bool op_allowed(const std::string& op) const;
   int index_;
   SimDeviceConfig config_;
-  backends::DeviceInfo info_;
+  runtime::DeviceInfo info_;
 };
 
 /// `count` devices that run every op (--sim N).

@@ -152,7 +152,7 @@ TEST(If, SupportNamesABodyNodeWithoutKernel) {
   ir::Node* n =
       add_node(g, "If", {cond},
                {graph_attr("then_branch", then_branch), graph_attr("else_branch", else_branch)});
-  backends::Support s = cpu::cpu_kernels().supports(*n);
+  runtime::Support s = cpu::cpu_kernels().supports(*n);
   EXPECT_FALSE(s.ok);
   EXPECT_NE(s.reason.find("body 'then' node 'then_NoSuchOp_0'"), std::string::npos) << s.reason;
 }

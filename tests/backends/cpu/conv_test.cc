@@ -4,8 +4,8 @@
 #include <cmath>
 
 #include "backends/cpu/cpu_kernels.h"
-#include "backends/executor.h"
 #include "ir/check.h"
+#include "runtime/graph_program.h"
 #include "support/op_test_util.h"
 
 namespace switchyard::testing {
@@ -155,7 +155,7 @@ TEST(ConvKernel, ConcurrentRunsOverManyShapesShareOneKernel) {
   testing::OpCase oc = make_case("Conv", {random_tensor(DType::Float32, base.x, 3), w, b},
                                  conv_attrs(base), 1, {false, true, true});
   auto graph = testing::build_op_graph(oc);
-  backends::GraphProgram program(*graph, cpu::cpu_kernels());
+  runtime::GraphProgram program(*graph, cpu::cpu_kernels());
   std::vector<std::string> failures = run_concurrently(4, 12, [&](int t, int i) {
     ConvCase c = base;
     c.x = {1 + i % 2, 3, 5 + (t * 3 + i) % 13, 6 + i};

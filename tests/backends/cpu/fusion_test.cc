@@ -10,8 +10,8 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_kernels.h"
-#include "backends/executor.h"
 #include "ops/shape_inference.h"
+#include "runtime/graph_program.h"
 #include "support/op_test_util.h"
 #include "switchyard/switchyard.hpp"
 
@@ -36,7 +36,7 @@ ir::Value* scalar(ir::Graph& g, const std::string& name, double v, DType dtype =
 
 struct Outcome {
   std::vector<ir::Datum> fused, plain;
-  std::vector<backends::FusionGroup> groups;
+  std::vector<runtime::FusionGroup> groups;
 };
 
 // Runs `g` (types inferred here) both ways on `inputs`.
@@ -46,7 +46,7 @@ Outcome run_both(ir::Graph& g, const std::vector<ir::Tensor>& inputs) {
   std::vector<ir::Datum> feeds;
   for (const ir::Tensor& t : inputs) feeds.emplace_back(t);
   Outcome out;
-  backends::GraphProgram plain(g, cpu::cpu_kernels());
+  runtime::GraphProgram plain(g, cpu::cpu_kernels());
   out.plain = run_program(plain, feeds);
 
   backends::Partition p;
@@ -59,8 +59,8 @@ Outcome run_both(ir::Graph& g, const std::vector<ir::Tensor>& inputs) {
   cpu::CpuBackend backend;
   auto compiled = backend.compile(p, backends::CompileOptions{});
   out.groups = compiled->fusions();
-  backends::RunState state;
-  state.pool = backends::HostPool::create(/*poison=*/true);
+  runtime::RunState state;
+  state.pool = runtime::HostPool::create(/*poison=*/true);
   state.num_threads = 2;
   out.fused = compiled->run(feeds, state);
   return out;

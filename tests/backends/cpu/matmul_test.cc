@@ -5,8 +5,8 @@
 #include <map>
 
 #include "backends/cpu/cpu_kernels.h"
-#include "backends/executor.h"
 #include "ir/check.h"
+#include "runtime/graph_program.h"
 #include "support/op_test_util.h"
 
 namespace switchyard::testing {
@@ -94,7 +94,7 @@ TEST(MatMulKernel, ConcurrentRunsWithPackedWeights) {
   ir::Tensor b = random_tensor(DType::Float32, {16, 24}, 1);
   auto graph = testing::build_op_graph(
       make_case("MatMul", {random_tensor(DType::Float32, {2, 5, 16}, 2), b}, {}, 1, {false, true}));
-  backends::GraphProgram program(*graph, cpu::cpu_kernels());
+  runtime::GraphProgram program(*graph, cpu::cpu_kernels());
   std::vector<std::string> failures = run_concurrently(4, 12, [&](int t, int i) {
     std::vector<int64_t> as = {1 + t, 1 + (i * 7 + t) % 11, 16};
     ir::Tensor a = random_tensor(DType::Float32, as, static_cast<uint64_t>(t * 50 + i));

@@ -43,7 +43,7 @@ TEST(StringNormalizerKernel, UnsupportedLocaleIsRefusedAtPlacement) {
   OpCase oc = make_case("StringNormalizer", {string_tensor({1}, {"x"})},
                         {Attribute::make_string("locale", "tr_TR")});
   auto g = testing::build_op_graph(oc);
-  backends::Support s = cpu::cpu_kernels().supports(*g->nodes()[0]);
+  runtime::Support s = cpu::cpu_kernels().supports(*g->nodes()[0]);
   EXPECT_FALSE(s.ok);
   EXPECT_NE(s.reason.find("tr_TR"), std::string::npos) << s.reason;
 }
@@ -163,7 +163,7 @@ TEST(RegexFullMatchKernel, InvalidPatternIsRefusedAtPlacement) {
   for (std::string pattern : {"(unclosed", R"((a)\1)"}) {
     auto g = testing::build_op_graph(make_case("RegexFullMatch", {string_tensor({1}, {"a"})},
                                                {Attribute::make_string("pattern", pattern)}));
-    backends::Support s = cpu::cpu_kernels().supports(*g->nodes()[0]);
+    runtime::Support s = cpu::cpu_kernels().supports(*g->nodes()[0]);
     EXPECT_FALSE(s.ok) << pattern;
     EXPECT_NE(s.reason.find("node 'node'"), std::string::npos) << s.reason;
   }

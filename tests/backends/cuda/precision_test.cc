@@ -17,17 +17,17 @@ namespace {
 using testing::random_tensor;
 
 // Ops and dtypes as a device registry would state them; the kernels are never created.
-backends::KernelRegistry registry() {
-  backends::KernelRegistry r("test");
+runtime::KernelRegistry registry() {
+  runtime::KernelRegistry r("test");
   const std::vector<ir::DType> all = {ir::DType::Float32, ir::DType::Float16, ir::DType::BFloat16};
   auto add = [&](ops::OpKind op, std::vector<ir::DType> dtypes) {
-    r.add(backends::KernelDef{op,
-                              std::move(dtypes),
-                              0,
-                              {},
-                              [](const backends::KernelInit&) -> std::unique_ptr<backends::Kernel> {
-                                throw std::logic_error("the precision test runs no kernel");
-                              }});
+    r.add(runtime::KernelDef{op,
+                             std::move(dtypes),
+                             0,
+                             {},
+                             [](const runtime::KernelInit&) -> std::unique_ptr<runtime::Kernel> {
+                               throw std::logic_error("the precision test runs no kernel");
+                             }});
   };
   for (ops::OpKind op : {ops::OpKind::MatMul, ops::OpKind::Add, ops::OpKind::LayerNormalization,
                          ops::OpKind::Relu, ops::OpKind::Cast})

@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "backends/cpu/cpu_kernels.h"
-#include "backends/executor.h"
 #include "ops/reduce_geometry.h"
 #include "ops/shape_inference.h"
+#include "runtime/graph_program.h"
 
 namespace switchyard::cpu {
 
@@ -197,7 +197,7 @@ void for_each_window_tap(const std::vector<int64_t>& out, const std::vector<int6
 
 /// The dims of a rank-`rank` input that `axes` selects (negative axes count from the end); fails
 /// (InvalidArgument naming the node) on an axis out of range or given twice.
-inline std::vector<bool> axes_mask(const backends::KernelContext& ctx,
+inline std::vector<bool> axes_mask(const runtime::KernelContext& ctx,
                                    const std::vector<int64_t>& axes, int64_t rank) {
   return ops::axes_mask(ctx.node(), axes, rank);
 }
@@ -252,7 +252,7 @@ inline ReductionWalk reduction_walk(const std::vector<int64_t>& shape,
 }
 
 /// Broadcast output shape of concrete inputs; throws InvalidArgument naming the node.
-inline std::vector<int64_t> broadcast_or_fail(const backends::KernelContext& ctx,
+inline std::vector<int64_t> broadcast_or_fail(const runtime::KernelContext& ctx,
                                               const std::vector<std::vector<int64_t>>& shapes) {
   auto out = ops::broadcast_dims(shapes);
   if (!out) {

@@ -9,15 +9,15 @@ namespace switchyard::cpu {
 
 namespace {
 
-using backends::GraphProgram;
+using runtime::GraphProgram;
 
-std::unique_ptr<GraphProgram> compile_body(const backends::KernelInit& init, const char* name) {
+std::unique_ptr<GraphProgram> compile_body(const runtime::KernelInit& init, const char* name) {
   return std::make_unique<GraphProgram>(init.node.attr_graph(name), init.registry);
 }
 
 // The slice at `index` of `src` along `axis`, without that axis; shares storage when the slice
 // is contiguous.
-ir::Tensor slice_along(backends::KernelContext& ctx, const ir::Tensor& src, size_t axis,
+ir::Tensor slice_along(runtime::KernelContext& ctx, const ir::Tensor& src, size_t axis,
                        int64_t index) {
   std::vector<int64_t> shape = src.shape();
   int64_t dim = shape[axis];
@@ -33,7 +33,7 @@ ir::Tensor slice_along(backends::KernelContext& ctx, const ir::Tensor& src, size
 // Writes output `out_index` as the per-iteration tensors `items` stacked along a new axis
 // (`axis_attr`, counted in the output's rank; `reverse` stacks the last iteration first).
 // With no iterations, the dtype and the other dims come from the body's static type `type`.
-void stack_iterations(backends::KernelContext& ctx, size_t out_index,
+void stack_iterations(runtime::KernelContext& ctx, size_t out_index,
                       const std::vector<ir::Tensor>& items, const ir::Type& type, int64_t axis_attr,
                       bool reverse, size_t scan_index) {
   if (items.empty()) {
@@ -68,17 +68,17 @@ void stack_iterations(backends::KernelContext& ctx, size_t out_index,
   }
 }
 
-ir::Datum optional_input(const backends::KernelContext& ctx, size_t i) {
+ir::Datum optional_input(const runtime::KernelContext& ctx, size_t i) {
   return ctx.has_input(i) ? ctx.input_datum(i) : ir::Datum();
 }
 
-class IfKernel : public backends::Kernel {
+class IfKernel : public runtime::Kernel {
  public:
-  explicit IfKernel(const backends::KernelInit& init)
+  explicit IfKernel(const runtime::KernelInit& init)
       : then_branch_(compile_body(init, "then_branch")),
         else_branch_(compile_body(init, "else_branch")) {}
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     bool cond = read_scalar(ctx, ctx.input(0), {DType::Bool}, "condition") != 0;
     const GraphProgram& branch = cond ? *then_branch_ : *else_branch_;
     std::vector<ir::Datum> outs = branch.run({}, ctx.state(), ctx.frame());
@@ -96,9 +96,9 @@ class IfKernel : public backends::Kernel {
 // Loop: body inputs (iteration number, condition, carried values...), body outputs (condition,
 // carried values..., scan outputs...). Runs while the iteration number is below M (when given)
 // and the condition holds; the condition the body returns decides each next iteration.
-class LoopKernel : public backends::Kernel {
+class LoopKernel : public runtime::Kernel {
  public:
-  explicit LoopKernel(const backends::KernelInit& init)
+  explicit LoopKernel(const runtime::KernelInit& init)
       : body_(compile_body(init, "body")),
         num_states_(init.node.num_inputs() > 2 ? init.node.num_inputs() - 2 : 0) {
     SY_CHECK(init.node.num_outputs() >= num_states_, InvalidModel,
@@ -114,7 +114,7 @@ class LoopKernel : public backends::Kernel {
       scan_types_.push_back(body.outputs()[1 + j]->type());
   }
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     int64_t max_trips = std::numeric_limits<int64_t>::max();
     if (ctx.has_input(0)) max_trips = read_scalar(ctx, ctx.input(0), {DType::Int64}, "trip count");
     bool cond = true;
@@ -158,9 +158,9 @@ class LoopKernel : public backends::Kernel {
 
 // Scan (opset 9+): inputs (states..., scan inputs...), body inputs (states..., one slice of each
 // scan input), body outputs (states..., scan output slices...).
-class ScanKernel : public backends::Kernel {
+class ScanKernel : public runtime::Kernel {
  public:
-  explicit ScanKernel(const backends::KernelInit& init) : body_(compile_body(init, "body")) {
+  explicit ScanKernel(const runtime::KernelInit& init) : body_(compile_body(init, "body")) {
     const ir::Node& node = init.node;
     size_t num_scan_in = static_cast<size_t>(node.attr_int("num_scan_inputs"));
     SY_CHECK(num_scan_in >= 1 && num_scan_in <= node.num_inputs(), InvalidModel,
@@ -194,7 +194,7 @@ class ScanKernel : public backends::Kernel {
       scan_types_.push_back(body.outputs()[num_states_ + j]->type());
   }
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     std::vector<size_t> axes;
     int64_t length = 0;
     for (size_t j = 0; j < in_axes_.size(); ++j) {
@@ -246,9 +246,9 @@ class ScanKernel : public backends::Kernel {
 
 // SequenceMap: runs the body once per element of input 0; further sequence inputs give their
 // element at the same position, tensor inputs are passed whole to every run.
-class SequenceMapKernel : public backends::Kernel {
+class SequenceMapKernel : public runtime::Kernel {
  public:
-  explicit SequenceMapKernel(const backends::KernelInit& init) : body_(compile_body(init, "body")) {
+  explicit SequenceMapKernel(const runtime::KernelInit& init) : body_(compile_body(init, "body")) {
     const ir::Graph& body = body_->graph();
     SY_CHECK(body.inputs().size() == init.node.num_inputs() &&
                  body.outputs().size() == init.node.num_outputs(),
@@ -258,7 +258,7 @@ class SequenceMapKernel : public backends::Kernel {
     for (const ir::Value* v : body.outputs()) out_dtypes_.push_back(v->type().dtype);
   }
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Datum& first = ctx.input_datum(0);
     if (!first.is_sequence()) ctx.fail("input 0 must be a sequence");
     size_t length = first.sequence.size();
@@ -303,33 +303,33 @@ class SequenceMapKernel : public backends::Kernel {
 // A control-flow node runs on the CPU only if every node of its bodies does; the reason names
 // the first body node that cannot. KernelDef::check sees no registry, so this asks the CPU
 // registry itself.
-backends::Support bodies_supported(const ir::Node& node) {
+runtime::Support bodies_supported(const ir::Node& node) {
   for (const ir::Graph* body : node.subgraphs()) {
     for (const auto& n : body->nodes()) {
-      backends::Support s;
+      runtime::Support s;
       try {
         s = cpu_kernels().supports(*n);
       } catch (const Error& e) {
-        s = backends::Support::no(e.what());
+        s = runtime::Support::no(e.what());
       }
       if (!s.ok)
-        return backends::Support::no(
+        return runtime::Support::no(
             fmt::format("body '{}' node '{}': {}", body->name(), n->name(), s.reason));
     }
   }
-  return backends::Support::yes();
+  return runtime::Support::yes();
 }
 
 }  // namespace
 
-void register_control_flow_kernels(backends::KernelRegistry& r) {
+void register_control_flow_kernels(runtime::KernelRegistry& r) {
   auto add = [&r](ops::OpKind op, std::vector<DType> dtypes, auto factory) {
-    r.add(backends::KernelDef{op, std::move(dtypes), 0, bodies_supported, std::move(factory)});
+    r.add(runtime::KernelDef{op, std::move(dtypes), 0, bodies_supported, std::move(factory)});
   };
-  add(ops::OpKind::If, {DType::Bool}, backends::make_factory<IfKernel>());
-  add(ops::OpKind::Loop, {DType::Int64}, backends::make_factory<LoopKernel>());
-  add(ops::OpKind::Scan, {}, backends::make_factory<ScanKernel>());
-  add(ops::OpKind::SequenceMap, {}, backends::make_factory<SequenceMapKernel>());
+  add(ops::OpKind::If, {DType::Bool}, runtime::make_factory<IfKernel>());
+  add(ops::OpKind::Loop, {DType::Int64}, runtime::make_factory<LoopKernel>());
+  add(ops::OpKind::Scan, {}, runtime::make_factory<ScanKernel>());
+  add(ops::OpKind::SequenceMap, {}, runtime::make_factory<SequenceMapKernel>());
 }
 
 }  // namespace switchyard::cpu

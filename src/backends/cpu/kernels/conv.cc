@@ -54,7 +54,7 @@ std::vector<int64_t> window_offsets(const ConvDims& d, InputIndex input_index) {
 
 }  // namespace
 
-ConvDims forward_conv_dims(const backends::KernelContext& ctx, const ir::Tensor& x,
+ConvDims forward_conv_dims(const runtime::KernelContext& ctx, const ir::Tensor& x,
                            const ir::Tensor& w, int64_t group) {
   return ops::conv_dims(ctx.node(), x.shape(), w.shape(), group);
 }
@@ -82,7 +82,7 @@ namespace {
 
 // The output must be able to exist before any oneDNN plan is sized by it (oneDNN divides by
 // sizes that wrap for absurd shapes). Its work (out x kernel x in-channels) must fit int64 too.
-void check_output_fits(const backends::KernelContext& ctx, const ConvDims& d, DType dtype) {
+void check_output_fits(const runtime::KernelContext& ctx, const ConvDims& d, DType dtype) {
   std::string what = ctx.node().describe() + ": output";
   int64_t numel = ir::checked_product(d.out_shape(), what);
   ir::checked_nbytes(dtype, numel);
@@ -111,7 +111,7 @@ struct ConvPlan {
 
 // Runs a prepared oneDNN plan on x, w, b (b may be null), writing y. A fused residual z (may be
 // null) is put in the destination first, for the plan's sum post-op to add to.
-void run_dnnl_plan(backends::KernelContext& ctx, const DnnlConvPlan& plan, const ir::Tensor& x,
+void run_dnnl_plan(runtime::KernelContext& ctx, const DnnlConvPlan& plan, const ir::Tensor& x,
                    const ir::Tensor& w, const ir::Tensor* b, const ir::Tensor* z, ir::Tensor& y) {
   dnnl::memory weights;
   if (plan.packed_weights) {
@@ -205,16 +205,16 @@ DnnlConvArgs dnnl_conv_args(const ConvDims& d, const std::vector<int64_t>& x_sha
 
 // Conv and ConvTranspose: X, W and optional B of X's dtype; a plan per shape signature; oneDNN
 // where the plan has it, else the subclass's direct loop.
-class ConvFamilyKernel : public backends::Kernel {
+class ConvFamilyKernel : public runtime::Kernel {
  public:
-  explicit ConvFamilyKernel(const backends::KernelInit& init)
+  explicit ConvFamilyKernel(const runtime::KernelInit& init)
       : group_(read_group(init.node)),
         constant_weights_(input_is_constant(init.node, 1)),
         epilogue_(Epilogue::of(init.node)),
         residual_(init.node.num_inputs() > 3 && init.node.input(3) != nullptr),
         nhwc_(init.node.attr_string("_sy_layout", "") == "NHWC") {}
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     if (nhwc_) {
       if (ctx.input(0).rank() != 4)
         ctx.fail("a channels-last input must have rank 4, got {}", ctx.input(0).rank());
@@ -228,7 +228,7 @@ class ConvFamilyKernel : public backends::Kernel {
 
  private:
   // `x` has logical NCHW dims (for a channels-last node its data is NHWC).
-  void run_with(backends::KernelContext& ctx, const ir::Tensor& x) const {
+  void run_with(runtime::KernelContext& ctx, const ir::Tensor& x) const {
     const ir::Tensor& w = ctx.input(1);
     const ir::Tensor* b = ctx.has_input(2) ? &ctx.input(2) : nullptr;
     if (w.dtype() != x.dtype() || (b && b->dtype() != x.dtype()))
@@ -269,13 +269,12 @@ class ConvFamilyKernel : public backends::Kernel {
 
  protected:
   // The dims of a call (failing on bad shapes) and, where oneDNN takes it, its oneDNN plan.
-  virtual std::shared_ptr<const ConvPlan> make_plan(const backends::KernelContext& ctx,
+  virtual std::shared_ptr<const ConvPlan> make_plan(const runtime::KernelContext& ctx,
                                                     const ir::Tensor& x, const ir::Tensor& w,
                                                     const ir::Tensor* b) const = 0;
   // The direct loop for what oneDNN does not run.
-  virtual void run_direct(const backends::KernelContext& ctx, const ConvDims& d,
-                          const ir::Tensor& x, const ir::Tensor& w, const ir::Tensor* b,
-                          ir::Tensor& y) const = 0;
+  virtual void run_direct(const runtime::KernelContext& ctx, const ConvDims& d, const ir::Tensor& x,
+                          const ir::Tensor& w, const ir::Tensor* b, ir::Tensor& y) const = 0;
 
   // The attributes of oneDNN plans: a user scratchpad and the fused epilogue as post-ops
   // (the residual as a sum onto the destination, then the activation).
@@ -303,7 +302,7 @@ class ConvKernel : public ConvFamilyKernel {
   using ConvFamilyKernel::ConvFamilyKernel;
 
  private:
-  void run_direct(const backends::KernelContext& ctx, const ConvDims& d, const ir::Tensor& x,
+  void run_direct(const runtime::KernelContext& ctx, const ConvDims& d, const ir::Tensor& x,
                   const ir::Tensor& w, const ir::Tensor* b, ir::Tensor& y) const override {
     dispatch(FloatTypes{}, x.dtype(), ctx.node(), [&](auto tag) {
       using T = decltype(tag);
@@ -323,7 +322,7 @@ class ConvKernel : public ConvFamilyKernel {
     });
   }
 
-  std::shared_ptr<const ConvPlan> make_plan(const backends::KernelContext& ctx, const ir::Tensor& x,
+  std::shared_ptr<const ConvPlan> make_plan(const runtime::KernelContext& ctx, const ir::Tensor& x,
                                             const ir::Tensor& w,
                                             const ir::Tensor* b) const override {
     auto plan = std::make_shared<ConvPlan>();
@@ -415,7 +414,7 @@ std::shared_ptr<const F32Conv> F32Conv::make(const ConvDims& d, ir::Tensor weigh
   }
 }
 
-void F32Conv::run(backends::KernelContext& ctx, const ir::Tensor& x, ir::Tensor& y) const {
+void F32Conv::run(runtime::KernelContext& ctx, const ir::Tensor& x, ir::Tensor& y) const {
   run_dnnl_plan(ctx, *plan_, x, weights_, nullptr, nullptr, y);
 }
 
@@ -423,7 +422,7 @@ namespace {
 
 class ConvTransposeKernel : public ConvFamilyKernel {
  public:
-  explicit ConvTransposeKernel(const backends::KernelInit& init)
+  explicit ConvTransposeKernel(const runtime::KernelInit& init)
       : ConvFamilyKernel(init),
         output_padding_(init.node.attr_ints("output_padding", {})),
         output_shape_(init.node.attr_ints("output_shape", {})) {
@@ -432,7 +431,7 @@ class ConvTransposeKernel : public ConvFamilyKernel {
   }
 
  private:
-  void run_direct(const backends::KernelContext& ctx, const ConvDims& d, const ir::Tensor& x,
+  void run_direct(const runtime::KernelContext& ctx, const ConvDims& d, const ir::Tensor& x,
                   const ir::Tensor& w, const ir::Tensor* b, ir::Tensor& y) const override {
     dispatch(FloatTypes{}, x.dtype(), ctx.node(), [&](auto tag) {
       using T = decltype(tag);
@@ -441,7 +440,7 @@ class ConvTransposeKernel : public ConvFamilyKernel {
   }
 
   template <typename T>
-  static void direct_deconv(const backends::KernelContext& ctx, const ConvDims& d, const T* xp,
+  static void direct_deconv(const runtime::KernelContext& ctx, const ConvDims& d, const T* xp,
                             const T* wp, const T* bp, T* yp) {
     using C = compute_t<T>;
     const int64_t in_size = d.in_size(), out_size = d.out_size(), ksize = d.kernel_size();
@@ -477,7 +476,7 @@ class ConvTransposeKernel : public ConvFamilyKernel {
 
   // The dims of a ConvTranspose call; pads may be negative at the end (output_shape larger than
   // the full result), where the extra outputs get only the bias.
-  std::shared_ptr<const ConvPlan> make_plan(const backends::KernelContext& ctx, const ir::Tensor& x,
+  std::shared_ptr<const ConvPlan> make_plan(const runtime::KernelContext& ctx, const ir::Tensor& x,
                                             const ir::Tensor& w,
                                             const ir::Tensor* b) const override {
     auto plan = std::make_shared<ConvPlan>();
@@ -579,7 +578,7 @@ class ConvTransposeKernel : public ConvFamilyKernel {
 
 }  // namespace
 
-void register_conv_kernels(backends::KernelRegistry& r) {
+void register_conv_kernels(runtime::KernelRegistry& r) {
   r.add<ConvKernel>(ops::OpKind::Conv, dtypes_of(FloatTypes{}));
   r.add<ConvTransposeKernel>(ops::OpKind::ConvTranspose, dtypes_of(FloatTypes{}));
   register_conv_quant_kernels(r);

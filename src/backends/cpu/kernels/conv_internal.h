@@ -16,7 +16,7 @@ using ops::read_group;
 
 /// Validates x [N, C, in...] and w [M, C/group, k...] against each other and the node's window
 /// attributes; fails (InvalidArgument naming the node) on mismatches.
-ConvDims forward_conv_dims(const backends::KernelContext& ctx, const ir::Tensor& x,
+ConvDims forward_conv_dims(const runtime::KernelContext& ctx, const ir::Tensor& x,
                            const ir::Tensor& w, int64_t group);
 
 /// For each output position and kernel position, the flat input spatial offset it reads, or
@@ -63,7 +63,7 @@ class F32Conv {
   /// nullptr when oneDNN declines the shape.
   static std::shared_ptr<const F32Conv> make(const ConvDims& d, ir::Tensor weights);
   /// y [N, M, out...] = conv(x [N, C, in...]) (both float32, plain).
-  void run(backends::KernelContext& ctx, const ir::Tensor& x, ir::Tensor& y) const;
+  void run(runtime::KernelContext& ctx, const ir::Tensor& x, ir::Tensor& y) const;
 
  private:
   std::shared_ptr<DnnlConvPlan> plan_;
@@ -71,6 +71,6 @@ class F32Conv {
 };
 
 /// Conv-family kernels that live in conv_quant.cc (ConvInteger, QLinearConv).
-void register_conv_quant_kernels(backends::KernelRegistry& r);
+void register_conv_quant_kernels(runtime::KernelRegistry& r);
 
 }  // namespace switchyard::cpu

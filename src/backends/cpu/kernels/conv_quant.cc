@@ -15,7 +15,7 @@ namespace {
 using QuantTypes = TypeList<uint8_t, int8_t>;
 
 // x - zero_point as int32, for a scalar zero point (a 1-element tensor counts as one).
-std::vector<int32_t> shifted_input(const backends::KernelContext& ctx, const ir::Tensor& x,
+std::vector<int32_t> shifted_input(const runtime::KernelContext& ctx, const ir::Tensor& x,
                                    const ir::Tensor* zero_point, const char* what) {
   int32_t zp = 0;
   if (zero_point) {
@@ -37,7 +37,7 @@ std::vector<int32_t> shifted_input(const backends::KernelContext& ctx, const ir:
 }
 
 // w - zero_point[m] as int32 for weights [M, ...]; the zero point is a scalar or has M values.
-std::vector<int32_t> shifted_weights(const backends::KernelContext& ctx, const ir::Tensor& w,
+std::vector<int32_t> shifted_weights(const runtime::KernelContext& ctx, const ir::Tensor& w,
                                      const ir::Tensor* zero_point, const char* what) {
   int64_t m_count = w.dim(0);
   int64_t per = m_count == 0 ? 0 : w.numel() / m_count;
@@ -65,7 +65,7 @@ std::vector<int32_t> shifted_weights(const backends::KernelContext& ctx, const i
 
 // A float scale: scalar, or (when `count` > 0) one per output channel. Returns `count` values
 // (or one).
-std::vector<float> read_scales(const backends::KernelContext& ctx, const ir::Tensor& s,
+std::vector<float> read_scales(const runtime::KernelContext& ctx, const ir::Tensor& s,
                                const char* what, int64_t count) {
   if (s.dtype() != DType::Float32)
     ctx.fail("{} has dtype {}, expected float", what, ir::dtype_name(s.dtype()));
@@ -104,15 +104,15 @@ struct ExactConvPlan {
   std::vector<Chunk> chunks;  // empty: the int32 loop runs
 };
 
-class ConvIntegerKernel : public backends::Kernel {
+class ConvIntegerKernel : public runtime::Kernel {
  public:
-  explicit ConvIntegerKernel(const backends::KernelInit& init)
+  explicit ConvIntegerKernel(const runtime::KernelInit& init)
       : group_(read_group(init.node)),
         constant_weights_(input_is_constant(init.node, 1) &&
                           (init.node.num_inputs() < 4 || !init.node.input(3) ||
                            input_is_constant(init.node, 3))) {}
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
     const ir::Tensor& w = ctx.input(1);
     const ir::Tensor* x_zp = ctx.has_input(2) ? &ctx.input(2) : nullptr;
@@ -165,7 +165,7 @@ class ConvIntegerKernel : public backends::Kernel {
   }
 
  private:
-  std::shared_ptr<const ExactConvPlan> make_plan(const backends::KernelContext& ctx,
+  std::shared_ptr<const ExactConvPlan> make_plan(const runtime::KernelContext& ctx,
                                                  const ir::Tensor& x, const ir::Tensor& w,
                                                  const ir::Tensor* w_zp) const {
     auto plan = std::make_shared<ExactConvPlan>();
@@ -213,11 +213,11 @@ class ConvIntegerKernel : public backends::Kernel {
   PlanCache<ExactConvPlan> cache_;
 };
 
-class QLinearConvKernel : public backends::Kernel {
+class QLinearConvKernel : public runtime::Kernel {
  public:
-  explicit QLinearConvKernel(const backends::KernelInit& init) : group_(read_group(init.node)) {}
+  explicit QLinearConvKernel(const runtime::KernelInit& init) : group_(read_group(init.node)) {}
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
     const ir::Tensor& w = ctx.input(3);
     const ir::Tensor& y_zp = ctx.input(7);
@@ -261,7 +261,7 @@ class QLinearConvKernel : public backends::Kernel {
 
 }  // namespace
 
-void register_conv_quant_kernels(backends::KernelRegistry& r) {
+void register_conv_quant_kernels(runtime::KernelRegistry& r) {
   r.add<ConvIntegerKernel>(ops::OpKind::ConvInteger, dtypes_of(QuantTypes{}));
   r.add<QLinearConvKernel>(ops::OpKind::QLinearConv, dtypes_of(QuantTypes{}));
 }

@@ -98,7 +98,7 @@ dnnl::memory::desc scratchpad_desc_of(const dnnl::primitive& primitive) {
 }
 }  // namespace
 
-void execute_primitive(const backends::KernelContext& ctx, const dnnl::primitive& primitive,
+void execute_primitive(const runtime::KernelContext& ctx, const dnnl::primitive& primitive,
                        const std::unordered_map<int, dnnl::memory>& args) {
   try {
     dnnl::memory::desc scratch_md = scratchpad_desc_of(primitive);
@@ -148,7 +148,7 @@ bool input_is_constant(const ir::Node& node, size_t i) {
   return v != nullptr && v->is_constant();
 }
 
-ir::Tensor scratch_tensor(backends::KernelContext& ctx, ir::DType dtype,
+ir::Tensor scratch_tensor(runtime::KernelContext& ctx, ir::DType dtype,
                           const std::vector<int64_t>& shape) {
   size_t bytes = ir::checked_nbytes(dtype, ir::checked_product(shape, "scratch tensor"));
   std::shared_ptr<void> storage = ctx.scratch(bytes);
@@ -161,7 +161,7 @@ std::vector<int64_t> permute4(const std::vector<int64_t>& d, const std::array<si
   return {d[perm[0]], d[perm[1]], d[perm[2]], d[perm[3]]};
 }
 
-ir::Tensor transposed_scratch(backends::KernelContext& ctx, const ir::Tensor& in,
+ir::Tensor transposed_scratch(runtime::KernelContext& ctx, const ir::Tensor& in,
                               const std::array<size_t, 4>& perm) {
   ir::Tensor out = scratch_tensor(ctx, in.dtype(), permute4(in.shape(), perm));
   if (out.numel() == 0) return out;

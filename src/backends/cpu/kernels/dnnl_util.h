@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "backends/kernel.h"
 #include "ir/tensor.h"
+#include "runtime/kernel.h"
 
 namespace switchyard::cpu {
 
@@ -64,7 +64,7 @@ dnnl::reorder make_reorder(const dnnl::memory::desc& from, const dnnl::memory::d
 /// Executes a primitive (created with user_scratchpad_attr) on a fresh stream of its own and
 /// waits for it; its scratchpad comes from the run's pool. dnnl::error becomes a
 /// switchyard::Error (Internal) naming the node.
-void execute_primitive(const backends::KernelContext& ctx, const dnnl::primitive& primitive,
+void execute_primitive(const runtime::KernelContext& ctx, const dnnl::primitive& primitive,
                        const std::unordered_map<int, dnnl::memory>& args);
 
 /// Copies `from` into `to` (layouts may differ) through a reorder primitive; a oneDNN failure
@@ -117,7 +117,7 @@ class PlanCache {
 bool input_is_constant(const ir::Node& node, size_t i);
 
 /// A tensor of `shape` in the run's scratch memory (counted against --memory-limit).
-ir::Tensor scratch_tensor(backends::KernelContext& ctx, ir::DType dtype,
+ir::Tensor scratch_tensor(runtime::KernelContext& ctx, ir::DType dtype,
                           const std::vector<int64_t>& shape);
 
 /// Channels-last kernels ("_sy_layout" NHWC, backends/fusion/fusion.h): dim orders.
@@ -127,7 +127,7 @@ inline constexpr std::array<size_t, 4> kNchwToNhwc = {0, 2, 3, 1};
 std::vector<int64_t> permute4(const std::vector<int64_t>& dims, const std::array<size_t, 4>& perm);
 /// A 4-D tensor with its dims permuted as `perm` says, copied into scratch memory (the NCHW loops
 /// of channels-last kernels on the paths oneDNN does not take).
-ir::Tensor transposed_scratch(backends::KernelContext& ctx, const ir::Tensor& in,
+ir::Tensor transposed_scratch(runtime::KernelContext& ctx, const ir::Tensor& in,
                               const std::array<size_t, 4>& perm);
 
 }  // namespace switchyard::cpu

@@ -71,7 +71,7 @@ bool has_zero_element(const ir::Tensor& t) {
   return false;
 }
 
-void register_elementwise_kernels(backends::KernelRegistry& r) {
+void register_elementwise_kernels(runtime::KernelRegistry& r) {
   register_elementwise_unary_kernels(r);
   register_elementwise_binary_kernels(r);
   register_elementwise_cast_kernels(r);

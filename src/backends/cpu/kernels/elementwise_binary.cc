@@ -297,8 +297,8 @@ struct PowOp : BinaryOp {
 };
 
 /// Checks that both operands have the kernel's dtype family constraint: the same dtype.
-void require_same_dtype(const backends::KernelContext& ctx, const ir::Tensor& a,
-                        const ir::Tensor& b, size_t ib) {
+void require_same_dtype(const runtime::KernelContext& ctx, const ir::Tensor& a, const ir::Tensor& b,
+                        size_t ib) {
   if (a.dtype() != b.dtype())
     ctx.fail("input {} has dtype {}, but input 0 has {}; they must match", ib,
              ir::dtype_name(b.dtype()), ir::dtype_name(a.dtype()));
@@ -321,12 +321,12 @@ BinaryRow select_row(DType dtype, const ir::Node& node) {
 /// Binary ops whose inputs share one dtype. kUnidirectional: input 1 must broadcast to input
 /// 0's shape, which is the output's (PRelu).
 template <typename Op, typename Types, bool kUnidirectional = false>
-class BinaryKernel final : public backends::Kernel {
+class BinaryKernel final : public runtime::Kernel {
  public:
-  explicit BinaryKernel(const backends::KernelInit& init)
+  explicit BinaryKernel(const runtime::KernelInit& init)
       : dtype_(declared_dtype(init.node, 0)), row_(select_row<Op, Types>(dtype_, init.node)) {}
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& a = ctx.input(0);
     const ir::Tensor& b = ctx.input(1);
     require_same_dtype(ctx, a, b, 1);
@@ -353,11 +353,11 @@ using PowBaseTypes = TypeList<float, double, Float16, BFloat16, int32_t, int64_t
 
 /// Pow: the exponent may have another dtype; it is then widened to double (or int64 when both
 /// are integers) so that only three row variants exist per base dtype. x^2 is x*x.
-class PowKernel final : public backends::Kernel {
+class PowKernel final : public runtime::Kernel {
  public:
-  explicit PowKernel(const backends::KernelInit&) {}
+  explicit PowKernel(const runtime::KernelInit&) {}
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& a = ctx.input(0);
     const ir::Tensor& b = ctx.input(1);
     std::vector<int64_t> shape = broadcast_or_fail(ctx, {a.shape(), b.shape()});
@@ -396,12 +396,12 @@ class PowKernel final : public backends::Kernel {
 
 /// Max, Min, Sum, Mean over one or more inputs, folded pairwise into the output.
 template <typename Op, typename Types, bool kMean = false>
-class VariadicKernel final : public backends::Kernel {
+class VariadicKernel final : public runtime::Kernel {
  public:
-  explicit VariadicKernel(const backends::KernelInit& init)
+  explicit VariadicKernel(const runtime::KernelInit& init)
       : dtype_(declared_dtype(init.node, 0)), row_(select_row<Op, Types>(dtype_, init.node)) {}
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& first = ctx.input(0);
     std::vector<std::vector<int64_t>> shapes;
     for (size_t i = 0; i < ctx.num_inputs(); ++i) {
@@ -449,11 +449,11 @@ void where_rows(const bool* c, const U* x, const U* y, U* o, int64_t n, int mode
   for (int64_t i = 0; i < n; ++i) o[i] = c[i * sc] ? x[i * sx] : y[i * sy];
 }
 
-class WhereKernel final : public backends::Kernel {
+class WhereKernel final : public runtime::Kernel {
  public:
-  explicit WhereKernel(const backends::KernelInit&) {}
+  explicit WhereKernel(const runtime::KernelInit&) {}
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& c = ctx.input(0);
     const ir::Tensor& x = ctx.input(1);
     const ir::Tensor& y = ctx.input(2);
@@ -492,7 +492,7 @@ class WhereKernel final : public backends::Kernel {
 };
 
 template <typename K>
-std::unique_ptr<backends::Kernel> make_kernel(const backends::KernelInit& init) {
+std::unique_ptr<runtime::Kernel> make_kernel(const runtime::KernelInit& init) {
   return std::make_unique<K>(init);
 }
 
@@ -507,21 +507,21 @@ std::vector<DType> with_string(std::vector<DType> v) {
 
 }  // namespace
 
-void register_elementwise_binary_kernels(backends::KernelRegistry& r) {
+void register_elementwise_binary_kernels(runtime::KernelRegistry& r) {
   using K = ops::OpKind;
   r.add<BinaryKernel<AddOp, NumericTypes>>(K::Add, dtypes_of(NumericTypes{}));
   r.add<BinaryKernel<SubOp, NumericTypes>>(K::Sub, dtypes_of(NumericTypes{}));
   r.add<BinaryKernel<MulOp, NumericTypes>>(K::Mul, dtypes_of(NumericTypes{}));
   r.add<BinaryKernel<DivOp, NumericTypes>>(K::Div, dtypes_of(NumericTypes{}));
   r.add<PowKernel>(K::Pow, dtypes_of(PowBaseTypes{}));
-  r.add(backends::KernelDef{
-      K::Mod, dtypes_of(NumericTypes{}), 0, {}, [](const backends::KernelInit& init) {
+  r.add(runtime::KernelDef{
+      K::Mod, dtypes_of(NumericTypes{}), 0, {}, [](const runtime::KernelInit& init) {
         return init.node.attr_int("fmod", 0) != 0
                    ? make_kernel<BinaryKernel<ModOp<true>, NumericTypes>>(init)
                    : make_kernel<BinaryKernel<ModOp<false>, NumericTypes>>(init);
       }});
-  r.add(backends::KernelDef{
-      K::BitShift, dtypes_of(UnsignedIntTypes{}), 0, {}, [](const backends::KernelInit& init) {
+  r.add(runtime::KernelDef{
+      K::BitShift, dtypes_of(UnsignedIntTypes{}), 0, {}, [](const runtime::KernelInit& init) {
         return init.node.attr_string("direction") == "LEFT"
                    ? make_kernel<BinaryKernel<BitShiftOp<true>, UnsignedIntTypes>>(init)
                    : make_kernel<BinaryKernel<BitShiftOp<false>, UnsignedIntTypes>>(init);

@@ -177,7 +177,7 @@ bool parse_float(std::string_view text, F& value) {
 }
 
 template <typename T>
-T parse_value(const backends::KernelContext& ctx, const std::string& text, int64_t index) {
+T parse_value(const runtime::KernelContext& ctx, const std::string& text, int64_t index) {
   auto bad = [&](const char* why) {
     ctx.fail("string '{}' at index {} cannot be cast to {}: {}", text, index,
              ir::dtype_name(ir::DTypeOf<T>::value), why);
@@ -214,15 +214,15 @@ T parse_value(const backends::KernelContext& ctx, const std::string& text, int64
 }
 
 /// Cast (target from the `to` attribute) and CastLike (target = input 1's dtype).
-class CastKernel final : public backends::Kernel {
+class CastKernel final : public runtime::Kernel {
  public:
-  explicit CastKernel(const backends::KernelInit& init)
+  explicit CastKernel(const runtime::KernelInit& init)
       : cast_like_(ops::kind_of(init.node) == ops::OpKind::CastLike),
         from_(declared(init.node, 0)),
         to_(cast_like_ ? declared(init.node, 1) : static_cast<DType>(init.node.attr_int("to"))),
         fn_(select_cast(from_, to_, init.node)) {}
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
     const DType to = cast_like_ ? ctx.input(1).dtype() : to_;
     ir::Tensor& y = ctx.allocate_output(0, to, x.shape());
@@ -264,7 +264,7 @@ class CastKernel final : public backends::Kernel {
 
 }  // namespace
 
-void register_elementwise_cast_kernels(backends::KernelRegistry& r) {
+void register_elementwise_cast_kernels(runtime::KernelRegistry& r) {
   std::vector<DType> all = dtypes_of(AllPodTypes{});
   all.push_back(DType::String);
   r.add<CastKernel>(ops::OpKind::Cast, all);

@@ -11,11 +11,11 @@
 namespace switchyard::cpu {
 
 /// Registers unary math, activation and Clip kernels (elementwise_unary.cc).
-void register_elementwise_unary_kernels(backends::KernelRegistry& r);
+void register_elementwise_unary_kernels(runtime::KernelRegistry& r);
 /// Registers binary, variadic, Where and PRelu kernels (elementwise_binary.cc).
-void register_elementwise_binary_kernels(backends::KernelRegistry& r);
+void register_elementwise_binary_kernels(runtime::KernelRegistry& r);
 /// Registers Cast and CastLike kernels (elementwise_cast.cc).
-void register_elementwise_cast_kernels(backends::KernelRegistry& r);
+void register_elementwise_cast_kernels(runtime::KernelRegistry& r);
 
 /// How K inputs broadcast to one output: output dims with size-1 dims dropped and adjacent dims
 /// merged wherever every input allows it, so the innermost dim is contiguous (stride 1) or

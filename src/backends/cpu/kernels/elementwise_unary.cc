@@ -288,14 +288,14 @@ struct ShrinkOp : UnaryOp {
 /// One kernel for every unary op: resolves the typed loop from the declared input dtype once,
 /// and again at run time only if the actual input's dtype differs.
 template <typename Op, typename Types>
-class UnaryKernel final : public backends::Kernel {
+class UnaryKernel final : public runtime::Kernel {
  public:
   using Fn = void (*)(const Op&, const void*, void*, int64_t, int);
 
-  explicit UnaryKernel(const backends::KernelInit& init)
+  explicit UnaryKernel(const runtime::KernelInit& init)
       : op_(init.node), dtype_(declared_dtype(init.node, 0)), fn_(select(dtype_, init.node)) {}
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
     Fn fn = x.dtype() == dtype_ && fn_ ? fn_ : select(x.dtype(), ctx.node());
     ir::Tensor& y = ctx.allocate_output(0, Op::kBoolOut ? DType::Bool : x.dtype(), x.shape());
@@ -333,14 +333,14 @@ class UnaryKernel final : public backends::Kernel {
 /// NaN and infinities included (tests/backends/cpu/elementwise_test.cc). Small tensors and other
 /// dtypes take the loop: a primitive call costs a few microseconds.
 template <typename Op, typename Types>
-class EltwiseUnaryKernel final : public backends::Kernel {
+class EltwiseUnaryKernel final : public runtime::Kernel {
  public:
   using AlgorithmOf = dnnl::algorithm (*)(const ir::Node&, float& alpha, float& beta);
-  EltwiseUnaryKernel(const backends::KernelInit& init, AlgorithmOf algorithm_of) : loop_(init) {
+  EltwiseUnaryKernel(const runtime::KernelInit& init, AlgorithmOf algorithm_of) : loop_(init) {
     algorithm_ = algorithm_of(init.node, alpha_, beta_);
   }
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
     if (x.dtype() != DType::Float32 || x.numel() < kMinElements) return loop_.run(ctx);
     OmpThreadScope threads(ctx.num_threads());
@@ -373,11 +373,11 @@ class EltwiseUnaryKernel final : public backends::Kernel {
 };
 
 /// Clip: min and max are optional scalar inputs read at run time.
-class ClipKernel final : public backends::Kernel {
+class ClipKernel final : public runtime::Kernel {
  public:
-  explicit ClipKernel(const backends::KernelInit&) {}
+  explicit ClipKernel(const runtime::KernelInit&) {}
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
     ir::Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
     dispatch(NumericTypes{}, x.dtype(), ctx.node(), [&](auto tag) {
@@ -403,7 +403,7 @@ class ClipKernel final : public backends::Kernel {
 
  private:
   template <typename T>
-  static void read_bound(const backends::KernelContext& ctx, size_t i, const char* what,
+  static void read_bound(const runtime::KernelContext& ctx, size_t i, const char* what,
                          C<T>& bound) {
     if (!ctx.has_input(i)) return;
     const ir::Tensor& t = ctx.input(i);
@@ -419,27 +419,27 @@ class ClipKernel final : public backends::Kernel {
 using SignedTypes = TypeList<float, double, Float16, BFloat16, int8_t, int16_t, int32_t, int64_t>;
 
 template <typename Op, typename Types>
-void add_unary(backends::KernelRegistry& r, ops::OpKind kind) {
+void add_unary(runtime::KernelRegistry& r, ops::OpKind kind) {
   r.add<UnaryKernel<Op, Types>>(kind, dtypes_of(Types{}));
 }
 
 // The ops whose float32 form goes through oneDNN (EltwiseUnaryKernel), with the algorithm.
 template <typename Op, typename Types>
-void add_eltwise(backends::KernelRegistry& r, ops::OpKind kind,
+void add_eltwise(runtime::KernelRegistry& r, ops::OpKind kind,
                  typename EltwiseUnaryKernel<Op, Types>::AlgorithmOf algorithm_of) {
-  r.add(backends::KernelDef{
+  r.add(runtime::KernelDef{
       kind,
       dtypes_of(Types{}),
       0,
       {},
-      [algorithm_of](const backends::KernelInit& init) -> std::unique_ptr<backends::Kernel> {
+      [algorithm_of](const runtime::KernelInit& init) -> std::unique_ptr<runtime::Kernel> {
         return std::make_unique<EltwiseUnaryKernel<Op, Types>>(init, algorithm_of);
       }});
 }
 
 }  // namespace
 
-void register_elementwise_unary_kernels(backends::KernelRegistry& r) {
+void register_elementwise_unary_kernels(runtime::KernelRegistry& r) {
   using K = ops::OpKind;
   add_unary<AbsOp, NumericTypes>(r, K::Abs);
   add_unary<AcosOp, FloatTypes>(r, K::Acos);

@@ -8,8 +8,8 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
-#include "backends/kernel.h"
 #include "ir/tensor.h"
+#include "runtime/kernel.h"
 
 namespace switchyard::cpu {
 

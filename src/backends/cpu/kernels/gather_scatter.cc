@@ -10,8 +10,8 @@ namespace switchyard::cpu {
 
 namespace {
 
-using backends::KernelContext;
-using backends::KernelInit;
+using runtime::KernelContext;
+using runtime::KernelInit;
 
 int64_t product(const std::vector<int64_t>& dims, size_t begin, size_t end) {
   int64_t p = 1;
@@ -19,7 +19,7 @@ int64_t product(const std::vector<int64_t>& dims, size_t begin, size_t end) {
   return p;
 }
 
-class GatherKernel : public backends::Kernel {
+class GatherKernel : public runtime::Kernel {
  public:
   explicit GatherKernel(const KernelInit& init) : axis_(init.node.attr_int("axis", 0)) {}
   void run(KernelContext& ctx) const override {
@@ -74,7 +74,7 @@ void walk_element_rows(const std::vector<int64_t>& shape, const std::vector<int6
     for (int64_t j = 0; j < inner; ++j) fn(row * inner + j, rows.offset() + j * st[rank - 1]);
 }
 
-class GatherElementsKernel : public backends::Kernel {
+class GatherElementsKernel : public runtime::Kernel {
  public:
   explicit GatherElementsKernel(const KernelInit& init) : axis_(init.node.attr_int("axis", 0)) {}
   void run(KernelContext& ctx) const override {
@@ -105,7 +105,7 @@ class GatherElementsKernel : public backends::Kernel {
   int64_t axis_;
 };
 
-class GatherNDKernel : public backends::Kernel {
+class GatherNDKernel : public runtime::Kernel {
  public:
   explicit GatherNDKernel(const KernelInit& init)
       : batch_dims_(init.node.attr_int("batch_dims", 0)) {}
@@ -167,14 +167,14 @@ Reduction parse_reduction(const ir::Node& node) {
 }
 
 // Reductions need arithmetic: numeric dtypes only; plain scatter moves any dtype.
-backends::Support check_scatter(const ir::Node& node) {
+runtime::Support check_scatter(const ir::Node& node) {
   std::string r = node.attr_string("reduction", "none");
   const ir::Value* v = node.input(0);
   ir::DType dt = v ? v->type().dtype : DType::Undefined;
   if (r != "none" && (dt == DType::Bool || dt == DType::String))
-    return backends::Support::no(fmt::format("no {} kernel with reduction '{}' for {} on cpu",
-                                             node.op_type(), r, ir::dtype_name(dt)));
-  return backends::Support::yes();
+    return runtime::Support::no(fmt::format("no {} kernel with reduction '{}' for {} on cpu",
+                                            node.op_type(), r, ir::dtype_name(dt)));
+  return runtime::Support::yes();
 }
 
 template <typename T>
@@ -213,7 +213,7 @@ void dispatch_scatter(Reduction r, DType dtype, const ir::Node& node, F&& f) {
     dispatch(NumericTypes{}, dtype, node, f);
 }
 
-class ScatterElementsKernel : public backends::Kernel {
+class ScatterElementsKernel : public runtime::Kernel {
  public:
   explicit ScatterElementsKernel(const KernelInit& init)
       : axis_(init.node.attr_int("axis", 0)), reduction_(parse_reduction(init.node)) {}
@@ -254,7 +254,7 @@ class ScatterElementsKernel : public backends::Kernel {
   Reduction reduction_;
 };
 
-class ScatterNDKernel : public backends::Kernel {
+class ScatterNDKernel : public runtime::Kernel {
  public:
   explicit ScatterNDKernel(const KernelInit& init) : reduction_(parse_reduction(init.node)) {}
   void run(KernelContext& ctx) const override {
@@ -302,7 +302,7 @@ class ScatterNDKernel : public backends::Kernel {
   Reduction reduction_;
 };
 
-class OneHotKernel : public backends::Kernel {
+class OneHotKernel : public runtime::Kernel {
  public:
   explicit OneHotKernel(const KernelInit& init) : axis_(init.node.attr_int("axis", -1)) {}
   void run(KernelContext& ctx) const override {
@@ -360,14 +360,14 @@ class OneHotKernel : public backends::Kernel {
 
 }  // namespace
 
-void register_gather_scatter_kernels(backends::KernelRegistry& r) {
+void register_gather_scatter_kernels(runtime::KernelRegistry& r) {
   r.add<GatherKernel>(ops::OpKind::Gather, movable_dtypes());
   r.add<GatherElementsKernel>(ops::OpKind::GatherElements, movable_dtypes());
   r.add<GatherNDKernel>(ops::OpKind::GatherND, movable_dtypes());
-  r.add(backends::KernelDef{ops::OpKind::ScatterElements, movable_dtypes(), 0, check_scatter,
-                            backends::make_factory<ScatterElementsKernel>()});
-  r.add(backends::KernelDef{ops::OpKind::ScatterND, movable_dtypes(), 0, check_scatter,
-                            backends::make_factory<ScatterNDKernel>()});
+  r.add(runtime::KernelDef{ops::OpKind::ScatterElements, movable_dtypes(), 0, check_scatter,
+                           runtime::make_factory<ScatterElementsKernel>()});
+  r.add(runtime::KernelDef{ops::OpKind::ScatterND, movable_dtypes(), 0, check_scatter,
+                           runtime::make_factory<ScatterNDKernel>()});
   r.add<OneHotKernel>(ops::OpKind::OneHot, movable_dtypes(), 2);
   register_gather_scatter_select_kernels(r);
 }

@@ -9,8 +9,8 @@ namespace switchyard::cpu {
 
 namespace {
 
-using backends::KernelContext;
-using backends::KernelInit;
+using runtime::KernelContext;
+using runtime::KernelInit;
 
 // Calls f(T{}) for every dtype, strings included.
 template <typename F>
@@ -58,7 +58,7 @@ struct ValueOrder {
   }
 };
 
-class NonZeroKernel : public backends::Kernel {
+class NonZeroKernel : public runtime::Kernel {
  public:
   explicit NonZeroKernel(const KernelInit&) {}
   void run(KernelContext& ctx) const override {
@@ -108,7 +108,7 @@ AxisView view_around_axis(const KernelContext& ctx, const ir::Tensor& in, bool h
   return v;
 }
 
-class CompressKernel : public backends::Kernel {
+class CompressKernel : public runtime::Kernel {
  public:
   explicit CompressKernel(const KernelInit& init) : has_axis_(init.node.has_attribute("axis")) {
     if (has_axis_) axis_ = init.node.attr_int("axis");
@@ -156,7 +156,7 @@ class CompressKernel : public backends::Kernel {
   int64_t axis_ = 0;
 };
 
-class TopKKernel : public backends::Kernel {
+class TopKKernel : public runtime::Kernel {
  public:
   explicit TopKKernel(const KernelInit& init)
       : axis_(init.node.attr_int("axis", -1)), largest_(init.node.attr_int("largest", 1) != 0) {}
@@ -216,7 +216,7 @@ class TopKKernel : public backends::Kernel {
   bool largest_;
 };
 
-class UniqueKernel : public backends::Kernel {
+class UniqueKernel : public runtime::Kernel {
  public:
   explicit UniqueKernel(const KernelInit& init)
       : has_axis_(init.node.has_attribute("axis")), sorted_(init.node.attr_int("sorted", 1) != 0) {
@@ -306,7 +306,7 @@ class UniqueKernel : public backends::Kernel {
 
 }  // namespace
 
-void register_gather_scatter_select_kernels(backends::KernelRegistry& r) {
+void register_gather_scatter_select_kernels(runtime::KernelRegistry& r) {
   r.add<NonZeroKernel>(ops::OpKind::NonZero, movable_dtypes());
   r.add<CompressKernel>(ops::OpKind::Compress, movable_dtypes());
   r.add<TopKKernel>(ops::OpKind::TopK, dtypes_of(NumericTypes{}));

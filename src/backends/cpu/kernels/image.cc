@@ -14,15 +14,15 @@ struct Box {
   float y1, x1, y2, x2;
 };
 
-class NonMaxSuppressionKernel final : public backends::Kernel {
+class NonMaxSuppressionKernel final : public runtime::Kernel {
  public:
-  explicit NonMaxSuppressionKernel(const backends::KernelInit& init) {
+  explicit NonMaxSuppressionKernel(const runtime::KernelInit& init) {
     center_point_box_ = init.node.attr_int("center_point_box", 0);
     SY_CHECK(center_point_box_ == 0 || center_point_box_ == 1, InvalidModel,
              "{}: center_point_box {} must be 0 or 1", init.node.describe(), center_point_box_);
   }
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& boxes = ctx.input(0);
     const ir::Tensor& scores = ctx.input(1);
     if (boxes.dtype() != DType::Float32 || scores.dtype() != DType::Float32)
@@ -128,7 +128,7 @@ class NonMaxSuppressionKernel final : public backends::Kernel {
 
 }  // namespace
 
-void register_image_kernels(backends::KernelRegistry& r) {
+void register_image_kernels(runtime::KernelRegistry& r) {
   register_image_resize_kernels(r);
   register_image_sampling_kernels(r);
   r.add<NonMaxSuppressionKernel>(ops::OpKind::NonMaxSuppression, {DType::Float32});

@@ -27,9 +27,9 @@ struct AxisTaps {
   std::vector<uint8_t> outside;
 };
 
-class ResizeKernel final : public backends::Kernel {
+class ResizeKernel final : public runtime::Kernel {
  public:
-  explicit ResizeKernel(const backends::KernelInit& init) {
+  explicit ResizeKernel(const runtime::KernelInit& init) {
     const ops::ResizeAttributes a = ops::resize_attributes(init.node);
     mode_ = a.mode;
     transform_ = a.transform;
@@ -41,7 +41,7 @@ class ResizeKernel final : public backends::Kernel {
     attrs_ = a;
   }
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
     auto input = [&](size_t i) { return ctx.has_input(i) ? &ctx.input(i) : nullptr; };
     const ops::ResizeGeometry g =
@@ -457,7 +457,7 @@ class ResizeKernel final : public backends::Kernel {
 
 }  // namespace
 
-void register_image_resize_kernels(backends::KernelRegistry& r) {
+void register_image_resize_kernels(runtime::KernelRegistry& r) {
   r.add<ResizeKernel>(ops::OpKind::Resize, dtypes_of(AllPodTypes{}));
 }
 

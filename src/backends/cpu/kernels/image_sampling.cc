@@ -11,9 +11,9 @@ namespace {
 enum class SampleMode { Linear, Nearest, Cubic };
 enum class Padding { Zeros, Border, Reflection };
 
-class GridSampleKernel final : public backends::Kernel {
+class GridSampleKernel final : public runtime::Kernel {
  public:
-  explicit GridSampleKernel(const backends::KernelInit& init) {
+  explicit GridSampleKernel(const runtime::KernelInit& init) {
     const ir::Node& n = init.node;
     std::string mode = n.attr_string("mode", "linear");
     if (mode == "linear" || mode == "bilinear") {
@@ -38,7 +38,7 @@ class GridSampleKernel final : public backends::Kernel {
     align_corners_ = n.attr_int("align_corners", 0) != 0;
   }
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
     const ir::Tensor& grid = ctx.input(1);
     if (x.rank() != 4) ctx.fail("X has rank {}; this kernel supports 4-D input only", x.rank());
@@ -178,25 +178,25 @@ class GridSampleKernel final : public backends::Kernel {
   bool align_corners_ = false;
 };
 
-backends::Support grid_sample_supported(const ir::Node& node) {
+runtime::Support grid_sample_supported(const ir::Node& node) {
   const ir::Value* x = node.input(0);
   if (x && x->type().has_rank() && x->type().rank() != 4)
-    return backends::Support::no(
+    return runtime::Support::no(
         fmt::format("{}: the CPU GridSample kernel supports 4-D input only, "
                     "got rank {}",
                     node.describe(), x->type().rank()));
-  return backends::Support::yes();
+  return runtime::Support::yes();
 }
 
-class Col2ImKernel final : public backends::Kernel {
+class Col2ImKernel final : public runtime::Kernel {
  public:
-  explicit Col2ImKernel(const backends::KernelInit& init) {
+  explicit Col2ImKernel(const runtime::KernelInit& init) {
     dilations_ = init.node.attr_ints("dilations", {});
     pads_ = init.node.attr_ints("pads", {});
     strides_ = init.node.attr_ints("strides", {});
   }
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
     const ir::Tensor& image_t = ctx.input(1);
     const ir::Tensor& block_t = ctx.input(2);
@@ -286,9 +286,9 @@ class Col2ImKernel final : public backends::Kernel {
 
 }  // namespace
 
-void register_image_sampling_kernels(backends::KernelRegistry& r) {
-  r.add(backends::KernelDef{ops::OpKind::GridSample, dtypes_of(FloatTypes{}), 0,
-                            grid_sample_supported, backends::make_factory<GridSampleKernel>()});
+void register_image_sampling_kernels(runtime::KernelRegistry& r) {
+  r.add(runtime::KernelDef{ops::OpKind::GridSample, dtypes_of(FloatTypes{}), 0,
+                           grid_sample_supported, runtime::make_factory<GridSampleKernel>()});
   r.add<Col2ImKernel>(ops::OpKind::Col2Im, dtypes_of(NumericTypes{}));
 }
 

@@ -60,12 +60,12 @@ void log_softmax_axis1(const T* x, C* out, int64_t n, int64_t c, int64_t d, int 
 // kSoftmax: SoftmaxCrossEntropyLoss (log-softmax of the scores first, optional log_prob
 // output); else NegativeLogLikelihoodLoss on log-probabilities.
 template <bool kSoftmax>
-class LossKernel : public backends::Kernel {
+class LossKernel : public runtime::Kernel {
  public:
-  explicit LossKernel(const backends::KernelInit& init)
+  explicit LossKernel(const runtime::KernelInit& init)
       : reduction_(parse_reduction(init.node)), ignore_index_(read_ignore_index(init.node)) {}
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
     const ir::Tensor& target = ctx.input(1);
     if (x.rank() < 2) ctx.fail("input must have rank >= 2 (N, C, ...), got {}", x.rank());
@@ -152,7 +152,7 @@ class LossKernel : public backends::Kernel {
 
 }  // namespace
 
-void register_loss_kernels(backends::KernelRegistry& r) {
+void register_loss_kernels(runtime::KernelRegistry& r) {
   using ops::OpKind;
   auto floats = dtypes_of(FloatTypes{});
   r.add<LossKernel<false>>(OpKind::NegativeLogLikelihoodLoss, floats);

@@ -10,7 +10,7 @@
 
 namespace switchyard::cpu {
 
-MatMulDims matmul_dims(const backends::KernelContext& ctx, const std::vector<int64_t>& a,
+MatMulDims matmul_dims(const runtime::KernelContext& ctx, const std::vector<int64_t>& a,
                        const std::vector<int64_t>& b) {
   if (a.empty() || b.empty())
     ctx.fail("inputs must have rank >= 1, got A {} and B {}", ir::shape_to_string(a),
@@ -104,8 +104,8 @@ std::shared_ptr<DnnlMatMulPlan> make_dnnl_matmul(const dnnl::memory::desc& src,
   }
 }
 
-void run_dnnl_matmul(const backends::KernelContext& ctx, const DnnlMatMulPlan& plan,
-                     const void* src, const ir::Tensor& w, const void* bias, void* dst) {
+void run_dnnl_matmul(const runtime::KernelContext& ctx, const DnnlMatMulPlan& plan, const void* src,
+                     const ir::Tensor& w, const void* bias, void* dst) {
   dnnl::memory weights =
       plan.packed_weights ? plan.packed_weights : wrap_memory(w, plan.user_weights_md);
   std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, wrap_memory(src, plan.src_md)},
@@ -122,14 +122,14 @@ struct MatMulPlan {
 
 // MatMul, and its fused form (fusion.h): input 2 a bias of length N, "_sy_alpha" a scale of
 // the product, "_sy_activation" an activation: Y = act(alpha * (A @ B) + bias).
-class MatMulKernel : public backends::Kernel {
+class MatMulKernel : public runtime::Kernel {
  public:
-  explicit MatMulKernel(const backends::KernelInit& init)
+  explicit MatMulKernel(const runtime::KernelInit& init)
       : constant_b_(input_is_constant(init.node, 1)),
         alpha_(init.node.attr_float(backends::kFusedAlphaAttr, 1.0f)),
         epilogue_(Epilogue::of(init.node)) {}
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& a = ctx.input(0);
     const ir::Tensor& b = ctx.input(1);
     if (a.dtype() != b.dtype())
@@ -171,7 +171,7 @@ class MatMulKernel : public backends::Kernel {
 
  private:
   // y = alpha * y + bias (bias along the last dim), for the paths oneDNN does not take.
-  void scale_and_add_bias(const backends::KernelContext& ctx, const MatMulDims& d,
+  void scale_and_add_bias(const runtime::KernelContext& ctx, const MatMulDims& d,
                           const ir::Tensor* bias, ir::Tensor& y) const {
     dispatch(FloatTypes{}, y.dtype(), ctx.node(), [&](auto tag) {
       using T = decltype(tag);
@@ -187,7 +187,7 @@ class MatMulKernel : public backends::Kernel {
     });
   }
 
-  void run_loop(const backends::KernelContext& ctx, const MatMulDims& d, const ir::Tensor& a,
+  void run_loop(const runtime::KernelContext& ctx, const MatMulDims& d, const ir::Tensor& a,
                 const ir::Tensor& b, ir::Tensor& y) const {
     dispatch(MatMulTypes{}, a.dtype(), ctx.node(), [&](auto tag) {
       using T = decltype(tag);
@@ -205,7 +205,7 @@ class MatMulKernel : public backends::Kernel {
     });
   }
 
-  std::shared_ptr<const MatMulPlan> make_plan(const backends::KernelContext& ctx,
+  std::shared_ptr<const MatMulPlan> make_plan(const runtime::KernelContext& ctx,
                                               const ir::Tensor& a, const ir::Tensor& b,
                                               bool has_bias) const {
     auto plan = std::make_shared<MatMulPlan>();
@@ -261,9 +261,9 @@ struct GemmPlan {
   std::shared_ptr<DnnlMatMulPlan> dnnl;
 };
 
-class GemmKernel : public backends::Kernel {
+class GemmKernel : public runtime::Kernel {
  public:
-  explicit GemmKernel(const backends::KernelInit& init)
+  explicit GemmKernel(const runtime::KernelInit& init)
       : trans_a_(init.node.attr_int("transA", 0) != 0),
         trans_b_(init.node.attr_int("transB", 0) != 0),
         alpha_(init.node.attr_float("alpha", 1.0f)),
@@ -271,7 +271,7 @@ class GemmKernel : public backends::Kernel {
         constant_b_(input_is_constant(init.node, 1)),
         epilogue_(Epilogue::of(init.node)) {}
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& a = ctx.input(0);
     const ir::Tensor& b = ctx.input(1);
     const ir::Tensor* c = ctx.has_input(2) ? &ctx.input(2) : nullptr;
@@ -311,7 +311,7 @@ class GemmKernel : public backends::Kernel {
   }
 
  private:
-  void run_loop(const backends::KernelContext& ctx, const ir::Tensor& a, const ir::Tensor& b,
+  void run_loop(const runtime::KernelContext& ctx, const ir::Tensor& a, const ir::Tensor& b,
                 const ir::Tensor* c, ir::Tensor& y) const {
     const int64_t m = y.dim(0), n = y.dim(1), k = trans_a_ ? a.dim(0) : a.dim(1);
     dispatch(MatMulTypes{}, a.dtype(), ctx.node(), [&](auto tag) {
@@ -366,7 +366,7 @@ class GemmKernel : public backends::Kernel {
       }
   }
 
-  std::shared_ptr<const GemmPlan> make_plan(const backends::KernelContext& ctx, const ir::Tensor& a,
+  std::shared_ptr<const GemmPlan> make_plan(const runtime::KernelContext& ctx, const ir::Tensor& a,
                                             const ir::Tensor& b, const ir::Tensor* c) const {
     if (a.rank() != 2 || b.rank() != 2)
       ctx.fail("A {} and B {} must be matrices", ir::shape_to_string(a.shape()),
@@ -421,7 +421,7 @@ class GemmKernel : public backends::Kernel {
 
 }  // namespace
 
-void register_matmul_kernels(backends::KernelRegistry& r) {
+void register_matmul_kernels(runtime::KernelRegistry& r) {
   r.add<MatMulKernel>(ops::OpKind::MatMul, dtypes_of(MatMulTypes{}));
   r.add<GemmKernel>(ops::OpKind::Gemm, dtypes_of(MatMulTypes{}));
   register_matmul_quant_kernels(r);

@@ -135,12 +135,12 @@ Labeled<C> contract(const Labeled<C>& a, const Labeled<C>& b, const std::vector<
 
 using EinsumTypes = NumericTypes;
 
-class EinsumKernel : public backends::Kernel {
+class EinsumKernel : public runtime::Kernel {
  public:
-  explicit EinsumKernel(const backends::KernelInit& init)
+  explicit EinsumKernel(const runtime::KernelInit& init)
       : equation_(init.node.attr_string("equation")) {}
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     std::vector<int64_t> ranks;
     for (size_t i = 0; i < ctx.num_inputs(); ++i) ranks.push_back(ctx.input(i).rank());
     std::string error;
@@ -215,11 +215,11 @@ class EinsumKernel : public backends::Kernel {
   std::string equation_;
 };
 
-class DetKernel : public backends::Kernel {
+class DetKernel : public runtime::Kernel {
  public:
-  explicit DetKernel(const backends::KernelInit&) {}
+  explicit DetKernel(const runtime::KernelInit&) {}
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
     if (x.rank() < 2 || x.dim(x.rank() - 1) != x.dim(x.rank() - 2))
       ctx.fail("input {} is not a batch of square matrices", ir::shape_to_string(x.shape()));
@@ -272,7 +272,7 @@ class DetKernel : public backends::Kernel {
 
 }  // namespace
 
-void register_matmul_einsum_kernels(backends::KernelRegistry& r) {
+void register_matmul_einsum_kernels(runtime::KernelRegistry& r) {
   r.add<EinsumKernel>(ops::OpKind::Einsum, dtypes_of(EinsumTypes{}));
   r.add<DetKernel>(ops::OpKind::Det, dtypes_of(FloatTypes{}));
 }

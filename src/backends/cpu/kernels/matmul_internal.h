@@ -20,7 +20,7 @@ struct MatMulDims {
 };
 
 /// Validates shapes (fails naming the node) and computes the dims.
-MatMulDims matmul_dims(const backends::KernelContext& ctx, const std::vector<int64_t>& a,
+MatMulDims matmul_dims(const runtime::KernelContext& ctx, const std::vector<int64_t>& a,
                        const std::vector<int64_t>& b);
 
 /// out[m, n] = sum_k a[m, k] * b[k, n] for rows [row_begin, row_end) of one matrix.
@@ -66,7 +66,7 @@ std::vector<C> to_compute(const T* p, int64_t count) {
 
 /// Matmul-family kernels of matmul_quant.cc (MatMulInteger, QLinearMatMul) and
 /// matmul_einsum.cc (Einsum, Det).
-void register_matmul_quant_kernels(backends::KernelRegistry& r);
-void register_matmul_einsum_kernels(backends::KernelRegistry& r);
+void register_matmul_quant_kernels(runtime::KernelRegistry& r);
+void register_matmul_einsum_kernels(runtime::KernelRegistry& r);
 
 }  // namespace switchyard::cpu

@@ -11,7 +11,7 @@ namespace {
 using QuantTypes = TypeList<uint8_t, int8_t>;
 
 // Per-index values of a scalar-or-1-D parameter over `count` entries (rows or columns).
-std::vector<double> vector_param(const backends::KernelContext& ctx, const ir::Tensor* t,
+std::vector<double> vector_param(const runtime::KernelContext& ctx, const ir::Tensor* t,
                                  const char* what, int64_t count, DType expected, double fallback) {
   std::vector<double> out(static_cast<size_t>(count), fallback);
   if (!t) return out;
@@ -28,7 +28,7 @@ std::vector<double> vector_param(const backends::KernelContext& ctx, const ir::T
 }
 
 // Matrix [.., rows, cols] of u8/s8 shifted by a per-row (by_row) or per-column zero point.
-std::vector<int32_t> shifted(const backends::KernelContext& ctx, const ir::Tensor& t,
+std::vector<int32_t> shifted(const runtime::KernelContext& ctx, const ir::Tensor& t,
                              const std::vector<double>& zp, bool by_row, int64_t rows,
                              int64_t cols) {
   std::vector<int32_t> out(static_cast<size_t>(t.numel()));
@@ -47,7 +47,7 @@ std::vector<int32_t> shifted(const backends::KernelContext& ctx, const ir::Tenso
 
 // The int32 product of two quantized operands with their zero points (inputs a_zp, b_zp may
 // be null).
-std::vector<int32_t> integer_product(const backends::KernelContext& ctx, const ir::Tensor& a,
+std::vector<int32_t> integer_product(const runtime::KernelContext& ctx, const ir::Tensor& a,
                                      const ir::Tensor* a_zp, const ir::Tensor& b,
                                      const ir::Tensor* b_zp, const MatMulDims& d) {
   std::vector<double> azp = vector_param(ctx, a_zp, "a_zero_point", d.m, a.dtype(), 0.0);
@@ -59,11 +59,11 @@ std::vector<int32_t> integer_product(const backends::KernelContext& ctx, const i
   return out;
 }
 
-class MatMulIntegerKernel : public backends::Kernel {
+class MatMulIntegerKernel : public runtime::Kernel {
  public:
-  explicit MatMulIntegerKernel(const backends::KernelInit&) {}
+  explicit MatMulIntegerKernel(const runtime::KernelInit&) {}
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& a = ctx.input(0);
     const ir::Tensor& b = ctx.input(1);
     MatMulDims d = matmul_dims(ctx, a.shape(), b.shape());
@@ -75,11 +75,11 @@ class MatMulIntegerKernel : public backends::Kernel {
   }
 };
 
-class QLinearMatMulKernel : public backends::Kernel {
+class QLinearMatMulKernel : public runtime::Kernel {
  public:
-  explicit QLinearMatMulKernel(const backends::KernelInit&) {}
+  explicit QLinearMatMulKernel(const runtime::KernelInit&) {}
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& a = ctx.input(0);
     const ir::Tensor& b = ctx.input(3);
     const ir::Tensor& y_zp = ctx.input(7);
@@ -114,7 +114,7 @@ class QLinearMatMulKernel : public backends::Kernel {
 
 }  // namespace
 
-void register_matmul_quant_kernels(backends::KernelRegistry& r) {
+void register_matmul_quant_kernels(runtime::KernelRegistry& r) {
   r.add<MatMulIntegerKernel>(ops::OpKind::MatMulInteger, dtypes_of(QuantTypes{}));
   r.add<QLinearMatMulKernel>(ops::OpKind::QLinearMatMul, dtypes_of(QuantTypes{}));
 }

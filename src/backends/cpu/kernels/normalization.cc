@@ -30,7 +30,7 @@ std::vector<C> read_values(const ir::Tensor& t) {
 }
 
 // Requires input i to be a 1-D float tensor of n elements.
-const ir::Tensor& channel_input(const backends::KernelContext& ctx, size_t i, int64_t n,
+const ir::Tensor& channel_input(const runtime::KernelContext& ctx, size_t i, int64_t n,
                                 const char* what) {
   const ir::Tensor& t = ctx.input(i);
   if (!ir::dtype_is_float(t.dtype()))
@@ -41,16 +41,16 @@ const ir::Tensor& channel_input(const backends::KernelContext& ctx, size_t i, in
 }
 
 // Writes doubles into a float tensor of any float dtype.
-void store_values(const backends::KernelContext& ctx, ir::Tensor& t, const std::vector<double>& v) {
+void store_values(const runtime::KernelContext& ctx, ir::Tensor& t, const std::vector<double>& v) {
   dispatch(FloatTypes{}, t.dtype(), ctx.node(), [&](auto tag) {
     using T = decltype(tag);
     for (size_t i = 0; i < v.size(); ++i) t.data<T>()[i] = convert<T>(v[i]);
   });
 }
 
-class BatchNormKernel : public backends::Kernel {
+class BatchNormKernel : public runtime::Kernel {
  public:
-  explicit BatchNormKernel(const backends::KernelInit& init)
+  explicit BatchNormKernel(const runtime::KernelInit& init)
       : epsilon_(init.node.attr_float("epsilon", 1e-5f)),
         momentum_(init.node.attr_float("momentum", 0.9f)),
         training_(init.node.attr_int("training_mode", 0) != 0),
@@ -60,7 +60,7 @@ class BatchNormKernel : public backends::Kernel {
              init.node.describe());
   }
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
     if (x.rank() < 2) ctx.fail("X must have rank >= 2, got {}", x.rank());
     if (nhwc_ && x.rank() != 4)
@@ -187,12 +187,12 @@ void normalize_blocks(const T* in, T* out, int64_t groups, int64_t block, int64_
                });
 }
 
-class InstanceNormKernel : public backends::Kernel {
+class InstanceNormKernel : public runtime::Kernel {
  public:
-  explicit InstanceNormKernel(const backends::KernelInit& init)
+  explicit InstanceNormKernel(const runtime::KernelInit& init)
       : epsilon_(init.node.attr_float("epsilon", 1e-5f)) {}
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
     if (x.rank() < 3) ctx.fail("input must have rank >= 3, got {}", x.rank());
     int64_t c = x.dim(1);
@@ -214,13 +214,13 @@ class InstanceNormKernel : public backends::Kernel {
   float epsilon_;
 };
 
-class GroupNormKernel : public backends::Kernel {
+class GroupNormKernel : public runtime::Kernel {
  public:
-  explicit GroupNormKernel(const backends::KernelInit& init)
+  explicit GroupNormKernel(const runtime::KernelInit& init)
       : epsilon_(init.node.attr_float("epsilon", 1e-5f)),
         groups_(init.node.attr_int("num_groups")) {}
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
     if (x.rank() < 2) ctx.fail("X must have rank >= 2, got {}", x.rank());
     int64_t c = x.dim(1);
@@ -249,7 +249,7 @@ class GroupNormKernel : public backends::Kernel {
 
 // Values of `t` broadcast (numpy rules, unidirectional) to shape[first:], as C.
 template <typename C>
-std::vector<C> expand_to(const backends::KernelContext& ctx, const ir::Tensor& t,
+std::vector<C> expand_to(const runtime::KernelContext& ctx, const ir::Tensor& t,
                          const std::vector<int64_t>& shape, size_t first, const char* what) {
   if (t.rank() > static_cast<int64_t>(shape.size()))
     ctx.fail("{} has shape {}, which does not broadcast to {}", what,
@@ -287,14 +287,14 @@ bool constant_before(const ir::Tensor& t, const std::vector<int64_t>& shape, siz
   return true;
 }
 
-class LayerNormKernel : public backends::Kernel {
+class LayerNormKernel : public runtime::Kernel {
  public:
-  explicit LayerNormKernel(const backends::KernelInit& init)
+  explicit LayerNormKernel(const runtime::KernelInit& init)
       : axis_(init.node.attr_int("axis", -1)),
         epsilon_(init.node.attr_float("epsilon", 1e-5f)),
         stash_(static_cast<DType>(init.node.attr_int("stash_type", 1))) {}
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
     if (x.rank() == 0) ctx.fail("X must have rank >= 1");
     int64_t axis = ops::normalize_axis(ctx.node(), axis_, x.rank());
@@ -327,9 +327,8 @@ class LayerNormKernel : public backends::Kernel {
 
  private:
   template <typename T, typename C>
-  void run_typed(const backends::KernelContext& ctx, const ir::Tensor& x, int64_t axis,
-                 int64_t rows, int64_t cols, ir::Tensor& y, ir::Tensor* mean_out,
-                 ir::Tensor* inv_out) const {
+  void run_typed(const runtime::KernelContext& ctx, const ir::Tensor& x, int64_t axis, int64_t rows,
+                 int64_t cols, ir::Tensor& y, ir::Tensor* mean_out, ir::Tensor* inv_out) const {
     size_t first_scale = static_cast<size_t>(axis);
     const ir::Tensor& scale_t = ctx.input(1);
     bool has_bias = ctx.has_input(2);
@@ -380,12 +379,12 @@ void split_shape(const std::vector<int64_t>& shape, int64_t axis, int64_t& outer
     (i < axis ? outer : i == axis ? len : inner) *= shape[static_cast<size_t>(i)];
 }
 
-class LpNormKernel : public backends::Kernel {
+class LpNormKernel : public runtime::Kernel {
  public:
-  explicit LpNormKernel(const backends::KernelInit& init)
+  explicit LpNormKernel(const runtime::KernelInit& init)
       : axis_(init.node.attr_int("axis", -1)), p_(init.node.attr_int("p", 2)) {}
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
     if (x.rank() == 0) ctx.fail("input must have rank >= 1");
     int64_t axis = ops::normalize_axis(ctx.node(), axis_, x.rank());
@@ -422,15 +421,15 @@ class LpNormKernel : public backends::Kernel {
   int64_t p_;
 };
 
-class LrnKernel : public backends::Kernel {
+class LrnKernel : public runtime::Kernel {
  public:
-  explicit LrnKernel(const backends::KernelInit& init)
+  explicit LrnKernel(const runtime::KernelInit& init)
       : alpha_(init.node.attr_float("alpha", 1e-4f)),
         beta_(init.node.attr_float("beta", 0.75f)),
         bias_(init.node.attr_float("bias", 1.0f)),
         size_(init.node.attr_int("size")) {}
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
     if (x.rank() < 2) ctx.fail("input must have rank >= 2, got {}", x.rank());
     if (size_ <= 0) ctx.fail("size must be positive, got {}", size_);
@@ -481,12 +480,12 @@ class LrnKernel : public backends::Kernel {
   int64_t size_;
 };
 
-class MeanVarianceNormKernel : public backends::Kernel {
+class MeanVarianceNormKernel : public runtime::Kernel {
  public:
-  explicit MeanVarianceNormKernel(const backends::KernelInit& init)
+  explicit MeanVarianceNormKernel(const runtime::KernelInit& init)
       : axes_(init.node.attr_ints("axes", {0, 2, 3})) {}
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
     std::vector<bool> reduced = axes_mask(ctx, axes_, x.rank());
     ir::Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
@@ -527,25 +526,25 @@ class MeanVarianceNormKernel : public backends::Kernel {
 
 // Training-mode dropout with a ratio above 0 needs a random generator, which this runtime does
 // not have. Refused here when the inputs say so at compile time; run() checks the rest.
-backends::Support check_dropout(const ir::Node& node) {
+runtime::Support check_dropout(const ir::Node& node) {
   const ir::Value* training = node.input(2);
-  if (!training || !training->is_constant()) return backends::Support::yes();
+  if (!training || !training->is_constant()) return runtime::Support::yes();
   const ir::Tensor& t = training->constant();
-  if (t.numel() != 1 || t.scalar_as_int(0) == 0) return backends::Support::yes();
+  if (t.numel() != 1 || t.scalar_as_int(0) == 0) return runtime::Support::yes();
   const ir::Value* ratio = node.input(1);
   if (ratio && ratio->is_constant() && ratio->constant().numel() == 1 &&
       ratio->constant().scalar_as_double(0) == 0.0)
-    return backends::Support::yes();
-  return backends::Support::no(
+    return runtime::Support::yes();
+  return runtime::Support::no(
       "Dropout in training mode with a ratio above 0 needs random numbers, which the CPU "
       "backend does not generate");
 }
 
-class DropoutKernel : public backends::Kernel {
+class DropoutKernel : public runtime::Kernel {
  public:
-  explicit DropoutKernel(const backends::KernelInit&) {}
+  explicit DropoutKernel(const runtime::KernelInit&) {}
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
     if (ctx.has_input(2)) {
       const ir::Tensor& t = ctx.input(2);
@@ -575,7 +574,7 @@ class DropoutKernel : public backends::Kernel {
 
 }  // namespace
 
-void register_normalization_kernels(backends::KernelRegistry& r) {
+void register_normalization_kernels(runtime::KernelRegistry& r) {
   using ops::OpKind;
   auto floats = dtypes_of(FloatTypes{});
   r.add<BatchNormKernel>(OpKind::BatchNormalization, floats);
@@ -585,8 +584,8 @@ void register_normalization_kernels(backends::KernelRegistry& r) {
   r.add<LpNormKernel>(OpKind::LpNormalization, floats);
   r.add<LrnKernel>(OpKind::LRN, floats);
   r.add<MeanVarianceNormKernel>(OpKind::MeanVarianceNormalization, floats);
-  r.add(backends::KernelDef{OpKind::Dropout, floats, 0, check_dropout,
-                            backends::make_factory<DropoutKernel>()});
+  r.add(runtime::KernelDef{OpKind::Dropout, floats, 0, check_dropout,
+                           runtime::make_factory<DropoutKernel>()});
   register_softmax_kernels(r);
 }
 

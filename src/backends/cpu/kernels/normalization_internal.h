@@ -6,7 +6,7 @@
 namespace switchyard::cpu {
 
 /// Registers Softmax, LogSoftmax and Hardmax (normalization_softmax.cc).
-void register_softmax_kernels(backends::KernelRegistry& r);
+void register_softmax_kernels(runtime::KernelRegistry& r);
 
 /// Sum of n contiguous values in eight independent lanes (vectorizes; fixed order, so results
 /// do not depend on the thread count).

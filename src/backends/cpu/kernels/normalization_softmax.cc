@@ -177,12 +177,11 @@ void softmax_strided(const T* in, T* out, int64_t outer, int64_t len, int64_t in
 }
 
 template <SoftmaxMode kMode>
-class SoftmaxKernel : public backends::Kernel {
+class SoftmaxKernel : public runtime::Kernel {
  public:
-  explicit SoftmaxKernel(const backends::KernelInit& init)
-      : axis_(init.node.attr_int("axis", -1)) {}
+  explicit SoftmaxKernel(const runtime::KernelInit& init) : axis_(init.node.attr_int("axis", -1)) {}
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
     if (x.rank() == 0) ctx.fail("input must have rank >= 1");
     int64_t axis = ops::normalize_axis(ctx.node(), axis_, x.rank());
@@ -206,7 +205,7 @@ class SoftmaxKernel : public backends::Kernel {
 
 }  // namespace
 
-void register_softmax_kernels(backends::KernelRegistry& r) {
+void register_softmax_kernels(runtime::KernelRegistry& r) {
   using ops::OpKind;
   auto floats = dtypes_of(FloatTypes{});
   r.add<SoftmaxKernel<SoftmaxMode::Softmax>>(OpKind::Softmax, floats);

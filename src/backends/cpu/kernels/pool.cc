@@ -63,9 +63,9 @@ struct PoolPlan {
   dnnl::memory::desc src_md, dst_md;
 };
 
-class PoolKernel : public backends::Kernel {
+class PoolKernel : public runtime::Kernel {
  public:
-  PoolKernel(const backends::KernelInit& init, PoolKind kind, bool global)
+  PoolKernel(const runtime::KernelInit& init, PoolKind kind, bool global)
       : kind_(kind), global_(global) {
     const ir::Node& node = init.node;
     if (!global_) {
@@ -86,7 +86,7 @@ class PoolKernel : public backends::Kernel {
              node.describe());
   }
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     if (!nhwc_) return run_with(ctx, ctx.input(0));
     // Channels-last ("_sy_layout" NHWC): shapes are worked out on the logical NCHW view of X.
     if (ctx.input(0).rank() != 4)
@@ -96,7 +96,7 @@ class PoolKernel : public backends::Kernel {
 
  private:
   // `x` has logical NCHW dims (for a channels-last node its data is NHWC).
-  void run_with(backends::KernelContext& ctx, const ir::Tensor& x) const {
+  void run_with(runtime::KernelContext& ctx, const ir::Tensor& x) const {
     OmpThreadScope threads(ctx.num_threads());
     auto plan = cache_.get(x.shape(), [&] { return make_plan(ctx, x); });
     ir::Tensor& y = ctx.allocate_output(
@@ -132,7 +132,7 @@ class PoolKernel : public backends::Kernel {
   }
 
   template <typename T>
-  void run_loop(const backends::KernelContext& ctx, const PoolPlan& plan, const T* xp, T* yp,
+  void run_loop(const runtime::KernelContext& ctx, const PoolPlan& plan, const T* xp, T* yp,
                 int64_t* ip) const {
     using C = std::conditional_t<std::is_integral_v<T>, T, compute_t<T>>;
     const int64_t ksize = plan.ksize, out_size = plan.out_size, in_size = plan.in_size;
@@ -200,7 +200,7 @@ class PoolKernel : public backends::Kernel {
     });
   }
 
-  std::shared_ptr<const PoolPlan> make_plan(const backends::KernelContext& ctx,
+  std::shared_ptr<const PoolPlan> make_plan(const runtime::KernelContext& ctx,
                                             const ir::Tensor& x) const {
     auto plan = std::make_shared<PoolPlan>();
     if (x.rank() < 3 && !(global_ && x.rank() >= 2))
@@ -328,12 +328,12 @@ class PoolKernel : public backends::Kernel {
 template <PoolKind kKind, bool kGlobal>
 class Pool : public PoolKernel {
  public:
-  explicit Pool(const backends::KernelInit& init) : PoolKernel(init, kKind, kGlobal) {}
+  explicit Pool(const runtime::KernelInit& init) : PoolKernel(init, kKind, kGlobal) {}
 };
 
 }  // namespace
 
-void register_pool_kernels(backends::KernelRegistry& r) {
+void register_pool_kernels(runtime::KernelRegistry& r) {
   r.add<Pool<PoolKind::Max, false>>(ops::OpKind::MaxPool, dtypes_of(MaxPoolTypes{}));
   r.add<Pool<PoolKind::Average, false>>(ops::OpKind::AveragePool, dtypes_of(FloatTypes{}));
   r.add<Pool<PoolKind::Lp, false>>(ops::OpKind::LpPool, dtypes_of(FloatTypes{}));

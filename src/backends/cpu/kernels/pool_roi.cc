@@ -18,12 +18,12 @@ struct BilinearTap {
   C w[4];
 };
 
-class MaxUnpoolKernel : public backends::Kernel {
+class MaxUnpoolKernel : public runtime::Kernel {
  public:
-  explicit MaxUnpoolKernel(const backends::KernelInit& init)
+  explicit MaxUnpoolKernel(const runtime::KernelInit& init)
       : attrs_(ops::read_window_attrs(init.node, init.node.attr_ints("kernel_shape"))) {}
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
     const ir::Tensor& idx = ctx.input(1);
     size_t n = attrs_.spatial();
@@ -78,7 +78,7 @@ class MaxUnpoolKernel : public backends::Kernel {
 };
 
 // Checks X [N, C, H, W] and rois [num_rois, columns] of X's dtype.
-void check_roi_inputs(const backends::KernelContext& ctx, const ir::Tensor& x,
+void check_roi_inputs(const runtime::KernelContext& ctx, const ir::Tensor& x,
                       const ir::Tensor& rois, int64_t columns) {
   if (x.rank() != 4)
     ctx.fail("input X has shape {}, expected rank 4", ir::shape_to_string(x.shape()));
@@ -87,16 +87,16 @@ void check_roi_inputs(const backends::KernelContext& ctx, const ir::Tensor& x,
              ir::dtype_name(rois.dtype()), ir::shape_to_string(rois.shape()));
 }
 
-class MaxRoiPoolKernel : public backends::Kernel {
+class MaxRoiPoolKernel : public runtime::Kernel {
  public:
-  explicit MaxRoiPoolKernel(const backends::KernelInit& init)
+  explicit MaxRoiPoolKernel(const runtime::KernelInit& init)
       : pooled_(init.node.attr_ints("pooled_shape")),
         spatial_scale_(init.node.attr_float("spatial_scale", 1.0f)) {
     SY_CHECK(pooled_.size() == 2 && pooled_[0] >= 1 && pooled_[1] >= 1, InvalidModel,
              "{}: pooled_shape must be two positive values, got {}", init.node.describe(), pooled_);
   }
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
     const ir::Tensor& rois = ctx.input(1);
     check_roi_inputs(ctx, x, rois, 5);
@@ -162,7 +162,7 @@ constexpr int64_t kMaxRoiSamples = int64_t{1} << 24;
 // The sampling grid along one axis of a bin: the fixed sampling_ratio, else ceil(roi / bins),
 // checked before it becomes an integer (ROI coordinates are data: they may be NaN or 1e30).
 template <typename C>
-int64_t adaptive_grid(const backends::KernelContext& ctx, int64_t roi_index, C roi_extent,
+int64_t adaptive_grid(const runtime::KernelContext& ctx, int64_t roi_index, C roi_extent,
                       int64_t bins) {
   double g = std::ceil(static_cast<double>(roi_extent) / static_cast<double>(bins));
   if (std::isnan(g)) ctx.fail("ROI {} has a NaN coordinate", roi_index);
@@ -172,9 +172,9 @@ int64_t adaptive_grid(const backends::KernelContext& ctx, int64_t roi_index, C r
   return std::max<int64_t>(static_cast<int64_t>(g), 0);
 }
 
-class RoiAlignKernel : public backends::Kernel {
+class RoiAlignKernel : public runtime::Kernel {
  public:
-  explicit RoiAlignKernel(const backends::KernelInit& init)
+  explicit RoiAlignKernel(const runtime::KernelInit& init)
       : max_mode_(init.node.attr_string("mode", "avg") == "max"),
         half_pixel_(init.node.attr_string("coordinate_transformation_mode", "half_pixel") ==
                     "half_pixel"),
@@ -193,12 +193,12 @@ class RoiAlignKernel : public backends::Kernel {
   }
 
   template <typename C>
-  int64_t sampling_grid(const backends::KernelContext& ctx, int64_t r, C extent,
+  int64_t sampling_grid(const runtime::KernelContext& ctx, int64_t r, C extent,
                         int64_t bins) const {
     return sampling_ratio_ > 0 ? sampling_ratio_ : adaptive_grid(ctx, r, extent, bins);
   }
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
     const ir::Tensor& rois = ctx.input(1);
     const ir::Tensor& batch = ctx.input(2);
@@ -327,7 +327,7 @@ class RoiAlignKernel : public backends::Kernel {
 
 }  // namespace
 
-void register_pool_roi_kernels(backends::KernelRegistry& r) {
+void register_pool_roi_kernels(runtime::KernelRegistry& r) {
   r.add<MaxUnpoolKernel>(ops::OpKind::MaxUnpool, dtypes_of(FloatTypes{}));
   r.add<MaxRoiPoolKernel>(ops::OpKind::MaxRoiPool, dtypes_of(FloatTypes{}));
   r.add<RoiAlignKernel>(ops::OpKind::RoiAlign, dtypes_of(FloatTypes{}));

@@ -18,7 +18,7 @@ struct QuantParams {
   std::vector<int64_t> zero_point;
 };
 
-QuantParams read_params(const backends::KernelContext& ctx, int64_t axis_attr) {
+QuantParams read_params(const runtime::KernelContext& ctx, int64_t axis_attr) {
   const ir::Tensor& x = ctx.input(0);
   const ir::Tensor& scale = ctx.input(1);
   const ir::Tensor* zp = ctx.has_input(2) ? &ctx.input(2) : nullptr;
@@ -75,13 +75,13 @@ void for_each_channel_row(const QuantParams& p, const X* src, O* dst, int thread
 
 using QuantTypes = TypeList<int8_t, uint8_t, int16_t, uint16_t>;
 
-class QuantizeLinearKernel final : public backends::Kernel {
+class QuantizeLinearKernel final : public runtime::Kernel {
  public:
-  explicit QuantizeLinearKernel(const backends::KernelInit& init)
+  explicit QuantizeLinearKernel(const runtime::KernelInit& init)
       : axis_(init.node.attr_int("axis", 1)),
         output_dtype_(static_cast<DType>(init.node.attr_int("output_dtype", 0))) {}
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
     DType out_dtype = ctx.has_input(2)                    ? ctx.input(2).dtype()
                       : output_dtype_ != DType::Undefined ? output_dtype_
@@ -108,12 +108,12 @@ class QuantizeLinearKernel final : public backends::Kernel {
   DType output_dtype_;
 };
 
-class DequantizeLinearKernel final : public backends::Kernel {
+class DequantizeLinearKernel final : public runtime::Kernel {
  public:
-  explicit DequantizeLinearKernel(const backends::KernelInit& init)
+  explicit DequantizeLinearKernel(const runtime::KernelInit& init)
       : axis_(init.node.attr_int("axis", 1)) {}
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
     if (ctx.has_input(2) && ctx.input(2).dtype() != x.dtype())
       ctx.fail("zero point has dtype {} but the input has {}", ir::dtype_name(ctx.input(2).dtype()),
@@ -142,11 +142,11 @@ class DequantizeLinearKernel final : public backends::Kernel {
 };
 
 /// uint8 quantization with the range [min(0, min x), max(0, max x)] mapped onto [0, 255].
-class DynamicQuantizeLinearKernel final : public backends::Kernel {
+class DynamicQuantizeLinearKernel final : public runtime::Kernel {
  public:
-  explicit DynamicQuantizeLinearKernel(const backends::KernelInit&) {}
+  explicit DynamicQuantizeLinearKernel(const runtime::KernelInit&) {}
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
     if (x.dtype() != DType::Float32)
       ctx.fail("input has dtype {}, expected float", ir::dtype_name(x.dtype()));
@@ -178,22 +178,22 @@ class DynamicQuantizeLinearKernel final : public backends::Kernel {
   }
 };
 
-backends::Support check_not_blocked(const ir::Node& node) {
+runtime::Support check_not_blocked(const ir::Node& node) {
   if (node.attr_int("block_size", 0) != 0)
-    return backends::Support::no(
+    return runtime::Support::no(
         fmt::format("{} with block_size (blocked quantization) has no cpu kernel", node.op_type()));
-  return backends::Support::yes();
+  return runtime::Support::yes();
 }
 
 }  // namespace
 
-void register_quantize_kernels(backends::KernelRegistry& r) {
-  r.add(backends::KernelDef{ops::OpKind::QuantizeLinear,
-                            dtypes_of(TypeList<float, Float16, BFloat16, int32_t>{}), 0,
-                            check_not_blocked, backends::make_factory<QuantizeLinearKernel>()});
-  r.add(backends::KernelDef{ops::OpKind::DequantizeLinear,
-                            dtypes_of(TypeList<int8_t, uint8_t, int16_t, uint16_t, int32_t>{}), 0,
-                            check_not_blocked, backends::make_factory<DequantizeLinearKernel>()});
+void register_quantize_kernels(runtime::KernelRegistry& r) {
+  r.add(runtime::KernelDef{ops::OpKind::QuantizeLinear,
+                           dtypes_of(TypeList<float, Float16, BFloat16, int32_t>{}), 0,
+                           check_not_blocked, runtime::make_factory<QuantizeLinearKernel>()});
+  r.add(runtime::KernelDef{ops::OpKind::DequantizeLinear,
+                           dtypes_of(TypeList<int8_t, uint8_t, int16_t, uint16_t, int32_t>{}), 0,
+                           check_not_blocked, runtime::make_factory<DequantizeLinearKernel>()});
   r.add<DynamicQuantizeLinearKernel>(ops::OpKind::DynamicQuantizeLinear, {DType::Float32});
 }
 

@@ -306,7 +306,7 @@ void reduce_tensor(const T* in, T* out, const std::vector<int64_t>& shape,
 
 // Which dims of a rank-`rank` input the axes input selects (all of them when absent or empty,
 // none when empty and noop_with_empty_axes is set).
-std::vector<bool> reduced_dims(const backends::KernelContext& ctx, int64_t rank, bool noop) {
+std::vector<bool> reduced_dims(const runtime::KernelContext& ctx, int64_t rank, bool noop) {
   std::optional<std::vector<int64_t>> axes;
   if (ctx.has_input(1)) {
     const ir::Tensor& a = ctx.input(1);
@@ -319,13 +319,13 @@ std::vector<bool> reduced_dims(const backends::KernelContext& ctx, int64_t rank,
 }
 
 template <template <typename> class Op, typename Types>
-class ReduceKernel : public backends::Kernel {
+class ReduceKernel : public runtime::Kernel {
  public:
-  explicit ReduceKernel(const backends::KernelInit& init)
+  explicit ReduceKernel(const runtime::KernelInit& init)
       : keepdims_(init.node.attr_int("keepdims", 1) != 0),
         noop_(init.node.attr_int("noop_with_empty_axes", 0) != 0) {}
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
     std::vector<bool> reduced = reduced_dims(ctx, x.rank(), noop_);
     std::vector<int64_t> out_shape = ops::reduced_shape(x.shape(), reduced, keepdims_);
@@ -372,14 +372,14 @@ inline bool better(C a, C b) {
 }
 
 template <bool kMax>
-class ArgReduceKernel : public backends::Kernel {
+class ArgReduceKernel : public runtime::Kernel {
  public:
-  explicit ArgReduceKernel(const backends::KernelInit& init)
+  explicit ArgReduceKernel(const runtime::KernelInit& init)
       : axis_(init.node.attr_int("axis", 0)),
         keepdims_(init.node.attr_int("keepdims", 1) != 0),
         last_(init.node.attr_int("select_last_index", 0) != 0) {}
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
     if (x.rank() == 0) ctx.fail("input must have rank >= 1");
     int64_t axis = ops::normalize_axis(ctx.node(), axis_, x.rank());
@@ -428,13 +428,13 @@ class ArgReduceKernel : public backends::Kernel {
   bool last_;
 };
 
-class CumSumKernel : public backends::Kernel {
+class CumSumKernel : public runtime::Kernel {
  public:
-  explicit CumSumKernel(const backends::KernelInit& init)
+  explicit CumSumKernel(const runtime::KernelInit& init)
       : exclusive_(init.node.attr_int("exclusive", 0) != 0),
         reverse_(init.node.attr_int("reverse", 0) != 0) {}
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
     const ir::Tensor& a = ctx.input(1);
     if (a.dtype() != DType::Int32 && a.dtype() != DType::Int64)
@@ -490,7 +490,7 @@ using ReduceOrderTypes = AllPodTypes;
 
 }  // namespace
 
-void register_reduce_kernels(backends::KernelRegistry& r) {
+void register_reduce_kernels(runtime::KernelRegistry& r) {
   using ops::OpKind;
   auto numeric = dtypes_of(NumericTypes{});
   r.add<ReduceKernel<SumOp, NumericTypes>>(OpKind::ReduceSum, numeric);

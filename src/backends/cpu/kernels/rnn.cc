@@ -155,9 +155,9 @@ std::vector<C> to_compute(const ir::Tensor& t) {
   return v;
 }
 
-class RecurrentKernel : public backends::Kernel {
+class RecurrentKernel : public runtime::Kernel {
  public:
-  RecurrentKernel(const backends::KernelInit& init, CellKind cell) : cell_(cell) {
+  RecurrentKernel(const runtime::KernelInit& init, CellKind cell) : cell_(cell) {
     const ir::Node& n = init.node;
     gates_ = cell == CellKind::Rnn ? 1 : cell == CellKind::Gru ? 3 : 4;
     const size_t per_direction = cell == CellKind::Rnn ? 1 : cell == CellKind::Gru ? 2 : 3;
@@ -208,7 +208,7 @@ class RecurrentKernel : public backends::Kernel {
       activations_.push_back(parse_activation(n, name, alphas, next_alpha, betas, next_beta));
   }
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     dispatch(TypeList<float, double, Float16>{}, ctx.input(0).dtype(), ctx.node(),
              [&](auto tag) { run_typed<decltype(tag)>(ctx); });
   }
@@ -222,7 +222,7 @@ class RecurrentKernel : public backends::Kernel {
     std::vector<int64_t> lengths;
   };
 
-  void check_shape(const backends::KernelContext& ctx, const ir::Tensor& t, const char* what,
+  void check_shape(const runtime::KernelContext& ctx, const ir::Tensor& t, const char* what,
                    const std::vector<int64_t>& expected) const {
     if (t.shape() != expected)
       ctx.fail("{} has shape {}, expected {}", what, ir::shape_to_string(t.shape()),
@@ -232,7 +232,7 @@ class RecurrentKernel : public backends::Kernel {
   // A state input given as [dirs, batch, hidden] (layout 0) or [batch, dirs, hidden] (layout 1),
   // returned in [dirs, batch, hidden] order.
   template <typename C, typename T>
-  std::vector<C> read_state(const backends::KernelContext& ctx, size_t index, const char* what,
+  std::vector<C> read_state(const runtime::KernelContext& ctx, size_t index, const char* what,
                             int64_t batch, int64_t hidden) const {
     const int64_t dirs = num_directions_;
     std::vector<C> out(static_cast<size_t>(dirs * batch * hidden), C(0));
@@ -253,7 +253,7 @@ class RecurrentKernel : public backends::Kernel {
   }
 
   template <typename T>
-  void run_typed(backends::KernelContext& ctx) const {
+  void run_typed(runtime::KernelContext& ctx) const {
     using C = compute_t<T>;
     Problem<C> pb;
     const ir::Tensor& x = ctx.input(0);
@@ -549,7 +549,7 @@ class RecurrentKernel : public backends::Kernel {
     return out;
   }
 
-  std::shared_ptr<const DnnlLstmPlan> make_lstm_plan(const backends::KernelContext& ctx,
+  std::shared_ptr<const DnnlLstmPlan> make_lstm_plan(const runtime::KernelContext& ctx,
                                                      const Problem<float>& pb) const {
     using tag = dnnl::memory::format_tag;
     using dt = dnnl::memory::data_type;
@@ -613,7 +613,7 @@ class RecurrentKernel : public backends::Kernel {
   }
 
   // Runs the LSTM / GRU through oneDNN when it fits; y, yh, yc as run_direction leaves them.
-  bool run_dnnl_rnn(backends::KernelContext& ctx, const Problem<float>& pb, std::vector<float>& y,
+  bool run_dnnl_rnn(runtime::KernelContext& ctx, const Problem<float>& pb, std::vector<float>& y,
                     std::vector<float>& yh, std::vector<float>& yc) const {
     if (!fits_dnnl(pb)) return false;
     const int64_t dirs = num_directions_, hid = pb.hidden;
@@ -680,20 +680,20 @@ class RecurrentKernel : public backends::Kernel {
 
 class RnnKernel final : public RecurrentKernel {
  public:
-  explicit RnnKernel(const backends::KernelInit& init) : RecurrentKernel(init, CellKind::Rnn) {}
+  explicit RnnKernel(const runtime::KernelInit& init) : RecurrentKernel(init, CellKind::Rnn) {}
 };
 class GruKernel final : public RecurrentKernel {
  public:
-  explicit GruKernel(const backends::KernelInit& init) : RecurrentKernel(init, CellKind::Gru) {}
+  explicit GruKernel(const runtime::KernelInit& init) : RecurrentKernel(init, CellKind::Gru) {}
 };
 class LstmKernel final : public RecurrentKernel {
  public:
-  explicit LstmKernel(const backends::KernelInit& init) : RecurrentKernel(init, CellKind::Lstm) {}
+  explicit LstmKernel(const runtime::KernelInit& init) : RecurrentKernel(init, CellKind::Lstm) {}
 };
 
 }  // namespace
 
-void register_rnn_kernels(backends::KernelRegistry& r) {
+void register_rnn_kernels(runtime::KernelRegistry& r) {
   using RnnTypes = TypeList<float, double, Float16>;
   r.add<RnnKernel>(ops::OpKind::RNN, dtypes_of(RnnTypes{}));
   r.add<GruKernel>(ops::OpKind::GRU, dtypes_of(RnnTypes{}));

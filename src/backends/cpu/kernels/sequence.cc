@@ -9,14 +9,14 @@ namespace {
 const std::vector<DType> kPositionDtypes = {DType::Int32, DType::Int64};
 
 // Input i as a sequence; fails naming the node otherwise.
-const ir::Datum& sequence_input(const backends::KernelContext& ctx, size_t i) {
+const ir::Datum& sequence_input(const runtime::KernelContext& ctx, size_t i) {
   const ir::Datum& d = ctx.input_datum(i);
   if (!d.is_sequence()) ctx.fail("input {} must be a sequence", i);
   return d;
 }
 
 // A position in [-size, size + extra) mapped to [0, size + extra).
-int64_t resolve_position(const backends::KernelContext& ctx, size_t input, int64_t size,
+int64_t resolve_position(const runtime::KernelContext& ctx, size_t input, int64_t size,
                          int64_t extra) {
   int64_t pos = read_scalar(ctx, ctx.input(input), kPositionDtypes, "position");
   if (pos < -size || pos >= size + extra)
@@ -25,10 +25,10 @@ int64_t resolve_position(const backends::KernelContext& ctx, size_t input, int64
   return pos < 0 ? pos + size : pos;
 }
 
-class SequenceConstructKernel : public backends::Kernel {
+class SequenceConstructKernel : public runtime::Kernel {
  public:
-  explicit SequenceConstructKernel(const backends::KernelInit&) {}
-  void run(backends::KernelContext& ctx) const override {
+  explicit SequenceConstructKernel(const runtime::KernelInit&) {}
+  void run(runtime::KernelContext& ctx) const override {
     std::vector<ir::Tensor> items;
     items.reserve(ctx.num_inputs());
     for (size_t i = 0; i < ctx.num_inputs(); ++i) {
@@ -43,13 +43,13 @@ class SequenceConstructKernel : public backends::Kernel {
   }
 };
 
-class SequenceEmptyKernel : public backends::Kernel {
+class SequenceEmptyKernel : public runtime::Kernel {
  public:
-  explicit SequenceEmptyKernel(const backends::KernelInit& init)
+  explicit SequenceEmptyKernel(const runtime::KernelInit& init)
       : dtype_(
             static_cast<DType>(init.node.attr_int("dtype", static_cast<int64_t>(DType::Float32)))) {
   }
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     ctx.set_output(0, ir::Datum::make_sequence(dtype_, {}));
   }
 
@@ -57,10 +57,10 @@ class SequenceEmptyKernel : public backends::Kernel {
   DType dtype_;
 };
 
-class SequenceAtKernel : public backends::Kernel {
+class SequenceAtKernel : public runtime::Kernel {
  public:
-  explicit SequenceAtKernel(const backends::KernelInit&) {}
-  void run(backends::KernelContext& ctx) const override {
+  explicit SequenceAtKernel(const runtime::KernelInit&) {}
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Datum& seq = sequence_input(ctx, 0);
     int64_t size = static_cast<int64_t>(seq.sequence.size());
     int64_t pos = resolve_position(ctx, 1, size, 0);
@@ -68,10 +68,10 @@ class SequenceAtKernel : public backends::Kernel {
   }
 };
 
-class SequenceInsertKernel : public backends::Kernel {
+class SequenceInsertKernel : public runtime::Kernel {
  public:
-  explicit SequenceInsertKernel(const backends::KernelInit&) {}
-  void run(backends::KernelContext& ctx) const override {
+  explicit SequenceInsertKernel(const runtime::KernelInit&) {}
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Datum& seq = sequence_input(ctx, 0);
     const ir::Tensor& t = ctx.input(1);
     DType dtype = seq.sequence_dtype == DType::Undefined ? t.dtype() : seq.sequence_dtype;
@@ -86,10 +86,10 @@ class SequenceInsertKernel : public backends::Kernel {
   }
 };
 
-class SequenceEraseKernel : public backends::Kernel {
+class SequenceEraseKernel : public runtime::Kernel {
  public:
-  explicit SequenceEraseKernel(const backends::KernelInit&) {}
-  void run(backends::KernelContext& ctx) const override {
+  explicit SequenceEraseKernel(const runtime::KernelInit&) {}
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Datum& seq = sequence_input(ctx, 0);
     int64_t size = static_cast<int64_t>(seq.sequence.size());
     if (size == 0) ctx.fail("cannot erase from an empty sequence");
@@ -100,22 +100,22 @@ class SequenceEraseKernel : public backends::Kernel {
   }
 };
 
-class SequenceLengthKernel : public backends::Kernel {
+class SequenceLengthKernel : public runtime::Kernel {
  public:
-  explicit SequenceLengthKernel(const backends::KernelInit&) {}
-  void run(backends::KernelContext& ctx) const override {
+  explicit SequenceLengthKernel(const runtime::KernelInit&) {}
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Datum& seq = sequence_input(ctx, 0);
     ctx.allocate_output(0, DType::Int64, {}).data<int64_t>()[0] =
         static_cast<int64_t>(seq.sequence.size());
   }
 };
 
-class SplitToSequenceKernel : public backends::Kernel {
+class SplitToSequenceKernel : public runtime::Kernel {
  public:
-  explicit SplitToSequenceKernel(const backends::KernelInit& init)
+  explicit SplitToSequenceKernel(const runtime::KernelInit& init)
       : axis_(init.node.attr_int("axis", 0)), keepdims_(init.node.attr_int("keepdims", 1) != 0) {}
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& in = ctx.input(0);
     if (in.rank() == 0) ctx.fail("input must have rank >= 1 to be split");
     size_t axis = static_cast<size_t>(ops::normalize_axis(ctx.node(), axis_, in.rank()));
@@ -141,7 +141,7 @@ class SplitToSequenceKernel : public backends::Kernel {
   }
 
  private:
-  std::vector<int64_t> chunk_sizes(const backends::KernelContext& ctx, int64_t dim) const {
+  std::vector<int64_t> chunk_sizes(const runtime::KernelContext& ctx, int64_t dim) const {
     if (!ctx.has_input(1)) return std::vector<int64_t>(static_cast<size_t>(dim), 1);
     const ir::Tensor& split = ctx.input(1);
     if (split.dtype() != DType::Int32 && split.dtype() != DType::Int64)
@@ -166,7 +166,7 @@ class SplitToSequenceKernel : public backends::Kernel {
   }
 
   // Rows [start, start + len) of the axis; shares the input's storage when they are contiguous.
-  static ir::Tensor slice(backends::KernelContext& ctx, const ir::Tensor& in,
+  static ir::Tensor slice(runtime::KernelContext& ctx, const ir::Tensor& in,
                           std::vector<int64_t> shape, int64_t outer, int64_t dim, int64_t inner,
                           int64_t start, int64_t len) {
     if (outer == 1 && in.numel() > 0) return view_of(in, std::move(shape), start * inner);
@@ -179,12 +179,12 @@ class SplitToSequenceKernel : public backends::Kernel {
   bool keepdims_;
 };
 
-class ConcatFromSequenceKernel : public backends::Kernel {
+class ConcatFromSequenceKernel : public runtime::Kernel {
  public:
-  explicit ConcatFromSequenceKernel(const backends::KernelInit& init)
+  explicit ConcatFromSequenceKernel(const runtime::KernelInit& init)
       : axis_(init.node.attr_int("axis")), new_axis_(init.node.attr_int("new_axis", 0) != 0) {}
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Datum& seq = sequence_input(ctx, 0);
     if (seq.sequence.empty()) ctx.fail("cannot concatenate an empty sequence");
     const ir::Tensor& first = seq.sequence[0];
@@ -229,26 +229,26 @@ class ConcatFromSequenceKernel : public backends::Kernel {
   bool new_axis_;
 };
 
-class OptionalKernel : public backends::Kernel {
+class OptionalKernel : public runtime::Kernel {
  public:
-  explicit OptionalKernel(const backends::KernelInit&) {}
-  void run(backends::KernelContext& ctx) const override {
+  explicit OptionalKernel(const runtime::KernelInit&) {}
+  void run(runtime::KernelContext& ctx) const override {
     ctx.set_output(0, ctx.has_input(0) ? ctx.input_datum(0) : ir::Datum());
   }
 };
 
-class OptionalHasElementKernel : public backends::Kernel {
+class OptionalHasElementKernel : public runtime::Kernel {
  public:
-  explicit OptionalHasElementKernel(const backends::KernelInit&) {}
-  void run(backends::KernelContext& ctx) const override {
+  explicit OptionalHasElementKernel(const runtime::KernelInit&) {}
+  void run(runtime::KernelContext& ctx) const override {
     ctx.allocate_output(0, DType::Bool, {}).data<bool>()[0] = ctx.has_input(0);
   }
 };
 
-class OptionalGetElementKernel : public backends::Kernel {
+class OptionalGetElementKernel : public runtime::Kernel {
  public:
-  explicit OptionalGetElementKernel(const backends::KernelInit&) {}
-  void run(backends::KernelContext& ctx) const override {
+  explicit OptionalGetElementKernel(const runtime::KernelInit&) {}
+  void run(runtime::KernelContext& ctx) const override {
     if (!ctx.has_input(0))
       ctx.fail("the optional input '{}' holds no value",
                ctx.node().input(0) ? ctx.node().input(0)->name() : "");
@@ -258,7 +258,7 @@ class OptionalGetElementKernel : public backends::Kernel {
 
 }  // namespace
 
-void register_sequence_kernels(backends::KernelRegistry& r) {
+void register_sequence_kernels(runtime::KernelRegistry& r) {
   r.add<SequenceConstructKernel>(ops::OpKind::SequenceConstruct, movable_dtypes());
   r.add<SequenceEmptyKernel>(ops::OpKind::SequenceEmpty, {});
   r.add<SequenceAtKernel>(ops::OpKind::SequenceAt, {});

@@ -20,8 +20,7 @@ inline std::vector<DType> movable_dtypes() {
 
 /// A fresh tensor from the run's pool (strings: heap), for values that are not node outputs,
 /// such as sequence elements and body inputs. Contents are not initialised (strings: empty).
-inline ir::Tensor new_tensor(backends::KernelContext& ctx, DType dtype,
-                             std::vector<int64_t> shape) {
+inline ir::Tensor new_tensor(runtime::KernelContext& ctx, DType dtype, std::vector<int64_t> shape) {
   if (dtype == DType::String) return ir::Tensor(dtype, std::move(shape));
   size_t bytes = ir::checked_nbytes(dtype, ir::checked_numel(shape));
   std::shared_ptr<void> storage = ctx.scratch(bytes);
@@ -71,7 +70,7 @@ inline int64_t dims_product(const std::vector<int64_t>& shape, size_t begin, siz
 
 /// Reads a tensor that must hold exactly one element of `dtype` (a condition, a trip count, a
 /// position); fails naming the node and `what` otherwise.
-inline int64_t read_scalar(const backends::KernelContext& ctx, const ir::Tensor& t,
+inline int64_t read_scalar(const runtime::KernelContext& ctx, const ir::Tensor& t,
                            const std::vector<DType>& dtypes, const char* what) {
   if (std::find(dtypes.begin(), dtypes.end(), t.dtype()) == dtypes.end())
     ctx.fail("{} has dtype {}, which is not accepted", what, ir::dtype_name(t.dtype()));

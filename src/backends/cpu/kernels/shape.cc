@@ -12,10 +12,10 @@ namespace switchyard::cpu {
 
 namespace {
 
-using backends::KernelContext;
-using backends::KernelInit;
+using runtime::KernelContext;
+using runtime::KernelInit;
 
-class ConstantKernel : public backends::Kernel {
+class ConstantKernel : public runtime::Kernel {
  public:
   explicit ConstantKernel(const KernelInit& init) : value_(init.node.attr_tensor("value")) {}
   void run(KernelContext& ctx) const override { ctx.set_output(0, value_); }
@@ -24,7 +24,7 @@ class ConstantKernel : public backends::Kernel {
   ir::Tensor value_;
 };
 
-class ConstantOfShapeKernel : public backends::Kernel {
+class ConstantOfShapeKernel : public runtime::Kernel {
  public:
   explicit ConstantOfShapeKernel(const KernelInit& init) {
     if (init.node.has_attribute("value")) {
@@ -55,13 +55,13 @@ class ConstantOfShapeKernel : public backends::Kernel {
   ir::Tensor value_;
 };
 
-class IdentityKernel : public backends::Kernel {
+class IdentityKernel : public runtime::Kernel {
  public:
   explicit IdentityKernel(const KernelInit&) {}
   void run(KernelContext& ctx) const override { ctx.set_output(0, ctx.input_datum(0)); }
 };
 
-class ShapeKernel : public backends::Kernel {
+class ShapeKernel : public runtime::Kernel {
  public:
   explicit ShapeKernel(const KernelInit& init)
       : start_(init.node.attr_int("start", 0)),
@@ -81,7 +81,7 @@ class ShapeKernel : public backends::Kernel {
   int64_t start_, end_;
 };
 
-class SizeKernel : public backends::Kernel {
+class SizeKernel : public runtime::Kernel {
  public:
   explicit SizeKernel(const KernelInit&) {}
   void run(KernelContext& ctx) const override {
@@ -90,7 +90,7 @@ class SizeKernel : public backends::Kernel {
   }
 };
 
-class ReshapeKernel : public backends::Kernel {
+class ReshapeKernel : public runtime::Kernel {
  public:
   explicit ReshapeKernel(const KernelInit& init)
       : allowzero_(init.node.attr_int("allowzero", 0) != 0) {}
@@ -105,7 +105,7 @@ class ReshapeKernel : public backends::Kernel {
   bool allowzero_;
 };
 
-class FlattenKernel : public backends::Kernel {
+class FlattenKernel : public runtime::Kernel {
  public:
   explicit FlattenKernel(const KernelInit& init) : axis_(init.node.attr_int("axis", 1)) {}
   void run(KernelContext& ctx) const override {
@@ -135,7 +135,7 @@ std::vector<int64_t> sorted_axes(const KernelContext& ctx, std::vector<int64_t> 
   return axes;
 }
 
-class SqueezeKernel : public backends::Kernel {
+class SqueezeKernel : public runtime::Kernel {
  public:
   explicit SqueezeKernel(const KernelInit&) {}
   void run(KernelContext& ctx) const override {
@@ -162,7 +162,7 @@ class SqueezeKernel : public backends::Kernel {
   }
 };
 
-class UnsqueezeKernel : public backends::Kernel {
+class UnsqueezeKernel : public runtime::Kernel {
  public:
   explicit UnsqueezeKernel(const KernelInit&) {}
   void run(KernelContext& ctx) const override {
@@ -182,7 +182,7 @@ class UnsqueezeKernel : public backends::Kernel {
   }
 };
 
-class RangeKernel : public backends::Kernel {
+class RangeKernel : public runtime::Kernel {
  public:
   explicit RangeKernel(const KernelInit&) {}
   void run(KernelContext& ctx) const override {
@@ -216,7 +216,7 @@ class RangeKernel : public backends::Kernel {
   }
 };
 
-class EyeLikeKernel : public backends::Kernel {
+class EyeLikeKernel : public runtime::Kernel {
  public:
   explicit EyeLikeKernel(const KernelInit& init)
       : dtype_(init.node.has_attribute("dtype") ? static_cast<DType>(init.node.attr_int("dtype"))
@@ -248,7 +248,7 @@ class EyeLikeKernel : public backends::Kernel {
   int64_t k_;
 };
 
-class TriluKernel : public backends::Kernel {
+class TriluKernel : public runtime::Kernel {
  public:
   explicit TriluKernel(const KernelInit& init) : upper_(init.node.attr_int("upper", 1) != 0) {}
   void run(KernelContext& ctx) const override {
@@ -294,7 +294,7 @@ class TriluKernel : public backends::Kernel {
 
 }  // namespace
 
-void register_shape_kernels(backends::KernelRegistry& r) {
+void register_shape_kernels(runtime::KernelRegistry& r) {
   std::vector<DType> pod = dtypes_of(AllPodTypes{});
   r.add<ConstantKernel>(ops::OpKind::Constant, movable_dtypes(), -1);
   r.add<ConstantOfShapeKernel>(ops::OpKind::ConstantOfShape, pod, -1);

@@ -14,9 +14,9 @@
 namespace switchyard::cpu {
 
 // Registration of the family files split off shape.cc and gather_scatter.cc.
-void register_shape_layout_kernels(backends::KernelRegistry& r);
-void register_shape_pad_kernels(backends::KernelRegistry& r);
-void register_gather_scatter_select_kernels(backends::KernelRegistry& r);
+void register_shape_layout_kernels(runtime::KernelRegistry& r);
+void register_shape_pad_kernels(runtime::KernelRegistry& r);
+void register_gather_scatter_select_kernels(runtime::KernelRegistry& r);
 
 /// Every dtype a data-movement kernel handles: numeric, bool and string.
 inline std::vector<DType> movable_dtypes() { return ops::all_dtypes(); }
@@ -32,7 +32,7 @@ inline void copy_elements(const T* src, T* dst, int64_t n) {
 }
 
 /// Input i's integer values (any integer dtype); fails naming the node otherwise.
-inline std::vector<int64_t> int_values(const backends::KernelContext& ctx, size_t i,
+inline std::vector<int64_t> int_values(const runtime::KernelContext& ctx, size_t i,
                                        const char* what) {
   const ir::Tensor& t = ctx.input(i);
   if (t.dtype() == DType::Int64) return {t.data<int64_t>(), t.data<int64_t>() + t.numel()};
@@ -44,7 +44,7 @@ inline std::vector<int64_t> int_values(const backends::KernelContext& ctx, size_
 
 /// Input i's integer values as indices into axis `axis` of size `dim`: negative values count
 /// from the end; a value outside [-dim, dim) fails naming the node.
-inline std::vector<int64_t> index_values(const backends::KernelContext& ctx, size_t i, int64_t axis,
+inline std::vector<int64_t> index_values(const runtime::KernelContext& ctx, size_t i, int64_t axis,
                                          int64_t dim) {
   std::vector<int64_t> v = int_values(ctx, i, "indices");
   for (int64_t& x : v) {

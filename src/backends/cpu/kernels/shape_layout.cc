@@ -13,8 +13,8 @@ namespace switchyard::cpu {
 
 namespace {
 
-using backends::KernelContext;
-using backends::KernelInit;
+using runtime::KernelContext;
+using runtime::KernelInit;
 
 // Copies `in` into a new output 0 of shape `out_shape`, element at index i reading
 // in[offset + sum(i_k * strides_k)].
@@ -38,7 +38,7 @@ struct TransposePlan {
   dnnl::memory::desc from, to;
 };
 
-class TransposeKernel : public backends::Kernel {
+class TransposeKernel : public runtime::Kernel {
  public:
   explicit TransposeKernel(const KernelInit& init) {
     if (init.node.has_attribute("perm")) perm_ = init.node.attr_ints("perm");
@@ -85,7 +85,7 @@ class TransposeKernel : public backends::Kernel {
   PlanCache<TransposePlan> cache_;
 };
 
-class ConcatKernel : public backends::Kernel {
+class ConcatKernel : public runtime::Kernel {
  public:
   explicit ConcatKernel(const KernelInit& init) : axis_(init.node.attr_int("axis")) {}
   void run(KernelContext& ctx) const override {
@@ -136,7 +136,7 @@ class ConcatKernel : public backends::Kernel {
   int64_t axis_;
 };
 
-class SplitKernel : public backends::Kernel {
+class SplitKernel : public runtime::Kernel {
  public:
   explicit SplitKernel(const KernelInit& init)
       : axis_(init.node.attr_int("axis", 0)), uneven_(init.node.has_attribute("num_outputs")) {}
@@ -181,7 +181,7 @@ class SplitKernel : public backends::Kernel {
   bool uneven_;
 };
 
-class SliceKernel : public backends::Kernel {
+class SliceKernel : public runtime::Kernel {
  public:
   explicit SliceKernel(const KernelInit&) {}
   void run(KernelContext& ctx) const override {
@@ -195,7 +195,7 @@ class SliceKernel : public backends::Kernel {
   }
 };
 
-class ExpandKernel : public backends::Kernel {
+class ExpandKernel : public runtime::Kernel {
  public:
   explicit ExpandKernel(const KernelInit&) {}
   void run(KernelContext& ctx) const override {
@@ -208,7 +208,7 @@ class ExpandKernel : public backends::Kernel {
   }
 };
 
-class TileKernel : public backends::Kernel {
+class TileKernel : public runtime::Kernel {
  public:
   explicit TileKernel(const KernelInit&) {}
   void run(KernelContext& ctx) const override {
@@ -240,7 +240,7 @@ class TileKernel : public backends::Kernel {
 };
 
 // DepthToSpace and SpaceToDepth: a 6-D view of the input, transposed.
-class BlockRearrangeKernel : public backends::Kernel {
+class BlockRearrangeKernel : public runtime::Kernel {
  public:
   BlockRearrangeKernel(const KernelInit& init, bool to_space)
       : to_space_(to_space),
@@ -293,27 +293,27 @@ class BlockRearrangeKernel : public backends::Kernel {
 
 }  // namespace
 
-void register_shape_layout_kernels(backends::KernelRegistry& r) {
+void register_shape_layout_kernels(runtime::KernelRegistry& r) {
   r.add<TransposeKernel>(ops::OpKind::Transpose, movable_dtypes());
   r.add<ConcatKernel>(ops::OpKind::Concat, movable_dtypes());
   r.add<SplitKernel>(ops::OpKind::Split, movable_dtypes());
   r.add<SliceKernel>(ops::OpKind::Slice, movable_dtypes());
   r.add<ExpandKernel>(ops::OpKind::Expand, movable_dtypes());
   r.add<TileKernel>(ops::OpKind::Tile, movable_dtypes());
-  r.add(backends::KernelDef{ops::OpKind::DepthToSpace,
-                            movable_dtypes(),
-                            0,
-                            {},
-                            [](const KernelInit& init) -> std::unique_ptr<backends::Kernel> {
-                              return std::make_unique<BlockRearrangeKernel>(init, true);
-                            }});
-  r.add(backends::KernelDef{ops::OpKind::SpaceToDepth,
-                            movable_dtypes(),
-                            0,
-                            {},
-                            [](const KernelInit& init) -> std::unique_ptr<backends::Kernel> {
-                              return std::make_unique<BlockRearrangeKernel>(init, false);
-                            }});
+  r.add(runtime::KernelDef{ops::OpKind::DepthToSpace,
+                           movable_dtypes(),
+                           0,
+                           {},
+                           [](const KernelInit& init) -> std::unique_ptr<runtime::Kernel> {
+                             return std::make_unique<BlockRearrangeKernel>(init, true);
+                           }});
+  r.add(runtime::KernelDef{ops::OpKind::SpaceToDepth,
+                           movable_dtypes(),
+                           0,
+                           {},
+                           [](const KernelInit& init) -> std::unique_ptr<runtime::Kernel> {
+                             return std::make_unique<BlockRearrangeKernel>(init, false);
+                           }});
 }
 
 }  // namespace switchyard::cpu

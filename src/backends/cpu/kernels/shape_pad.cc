@@ -10,8 +10,8 @@ namespace switchyard::cpu {
 
 namespace {
 
-using backends::KernelContext;
-using backends::KernelInit;
+using runtime::KernelContext;
+using runtime::KernelInit;
 
 using ops::PadMode;
 
@@ -36,7 +36,7 @@ int64_t pad_source(PadMode mode, int64_t j, int64_t pre, int64_t d) {
   return -1;
 }
 
-class PadKernel : public backends::Kernel {
+class PadKernel : public runtime::Kernel {
  public:
   explicit PadKernel(const KernelInit& init) : mode_(ops::pad_mode(init.node)) {}
   void run(KernelContext& ctx) const override {
@@ -75,7 +75,7 @@ class PadKernel : public backends::Kernel {
   PadMode mode_;
 };
 
-class CenterCropPadKernel : public backends::Kernel {
+class CenterCropPadKernel : public runtime::Kernel {
  public:
   explicit CenterCropPadKernel(const KernelInit& init) {
     if (init.node.has_attribute("axes")) axes_ = init.node.attr_ints("axes");
@@ -120,7 +120,7 @@ class CenterCropPadKernel : public backends::Kernel {
   std::vector<int64_t> axes_;
 };
 
-class ReverseSequenceKernel : public backends::Kernel {
+class ReverseSequenceKernel : public runtime::Kernel {
  public:
   explicit ReverseSequenceKernel(const KernelInit& init)
       : batch_axis_(init.node.attr_int("batch_axis", 1)),
@@ -166,7 +166,7 @@ class ReverseSequenceKernel : public backends::Kernel {
 
 }  // namespace
 
-void register_shape_pad_kernels(backends::KernelRegistry& r) {
+void register_shape_pad_kernels(runtime::KernelRegistry& r) {
   r.add<PadKernel>(ops::OpKind::Pad, movable_dtypes());
   r.add<CenterCropPadKernel>(ops::OpKind::CenterCropPad, movable_dtypes());
   r.add<ReverseSequenceKernel>(ops::OpKind::ReverseSequence, movable_dtypes());

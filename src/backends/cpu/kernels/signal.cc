@@ -80,7 +80,7 @@ class Transform {
   std::vector<Complex> twiddle_;
 };
 
-int64_t read_scalar_int(const backends::KernelContext& ctx, size_t i, const char* what) {
+int64_t read_scalar_int(const runtime::KernelContext& ctx, size_t i, const char* what) {
   const ir::Tensor& t = ctx.input(i);
   if (!ir::dtype_is_integer(t.dtype())) ctx.fail("{} must be an integer tensor", what);
   if (t.numel() != 1)
@@ -88,23 +88,23 @@ int64_t read_scalar_int(const backends::KernelContext& ctx, size_t i, const char
   return t.scalar_as_int(0);
 }
 
-double read_scalar_float(const backends::KernelContext& ctx, size_t i, const char* what) {
+double read_scalar_float(const runtime::KernelContext& ctx, size_t i, const char* what) {
   const ir::Tensor& t = ctx.input(i);
   if (t.numel() != 1)
     ctx.fail("{} must hold one value, got shape {}", what, ir::shape_to_string(t.shape()));
   return t.scalar_as_double(0);
 }
 
-class DftKernel final : public backends::Kernel {
+class DftKernel final : public runtime::Kernel {
  public:
-  explicit DftKernel(const backends::KernelInit& init) {
+  explicit DftKernel(const runtime::KernelInit& init) {
     const ir::Node& n = init.node;
     inverse_ = n.attr_int("inverse", 0) != 0;
     onesided_ = n.attr_int("onesided", 0) != 0;
     if (n.has_attribute("axis")) axis_attr_ = n.attr_int("axis");
   }
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
     const int64_t rank = x.rank();
     if (rank < 2) ctx.fail("input has rank {}, expected at least 2", rank);
@@ -166,12 +166,12 @@ class DftKernel final : public backends::Kernel {
   int64_t axis_attr_ = -2;
 };
 
-class StftKernel final : public backends::Kernel {
+class StftKernel final : public runtime::Kernel {
  public:
-  explicit StftKernel(const backends::KernelInit& init)
+  explicit StftKernel(const runtime::KernelInit& init)
       : onesided_(init.node.attr_int("onesided", 1) != 0) {}
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
     if (x.rank() != 3 || (x.dim(2) != 1 && x.dim(2) != 2))
       ctx.fail("signal has shape {}, expected [batch, length, 1 or 2]",
@@ -249,14 +249,14 @@ T cast_value(double v) {
 
 enum class WindowKind { Hann, Hamming, Blackman };
 
-class WindowKernel final : public backends::Kernel {
+class WindowKernel final : public runtime::Kernel {
  public:
-  WindowKernel(const backends::KernelInit& init, WindowKind kind)
+  WindowKernel(const runtime::KernelInit& init, WindowKind kind)
       : kind_(kind),
         periodic_(init.node.attr_int("periodic", 1) != 0),
         dtype_(static_cast<DType>(init.node.attr_int("output_datatype", 1))) {}
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const int64_t size = read_scalar_int(ctx, 0, "size");
     if (size < 0) ctx.fail("size {} must not be negative", size);
     ir::Tensor& y = ctx.allocate_output(0, dtype_, {size});
@@ -294,40 +294,40 @@ class WindowKernel final : public backends::Kernel {
   DType dtype_;
 };
 
-class HannWindowKernel final : public backends::Kernel {
+class HannWindowKernel final : public runtime::Kernel {
  public:
-  explicit HannWindowKernel(const backends::KernelInit& init) : impl_(init, WindowKind::Hann) {}
-  void run(backends::KernelContext& ctx) const override { impl_.run(ctx); }
+  explicit HannWindowKernel(const runtime::KernelInit& init) : impl_(init, WindowKind::Hann) {}
+  void run(runtime::KernelContext& ctx) const override { impl_.run(ctx); }
 
  private:
   WindowKernel impl_;
 };
-class HammingWindowKernel final : public backends::Kernel {
+class HammingWindowKernel final : public runtime::Kernel {
  public:
-  explicit HammingWindowKernel(const backends::KernelInit& init)
+  explicit HammingWindowKernel(const runtime::KernelInit& init)
       : impl_(init, WindowKind::Hamming) {}
-  void run(backends::KernelContext& ctx) const override { impl_.run(ctx); }
+  void run(runtime::KernelContext& ctx) const override { impl_.run(ctx); }
 
  private:
   WindowKernel impl_;
 };
-class BlackmanWindowKernel final : public backends::Kernel {
+class BlackmanWindowKernel final : public runtime::Kernel {
  public:
-  explicit BlackmanWindowKernel(const backends::KernelInit& init)
+  explicit BlackmanWindowKernel(const runtime::KernelInit& init)
       : impl_(init, WindowKind::Blackman) {}
-  void run(backends::KernelContext& ctx) const override { impl_.run(ctx); }
+  void run(runtime::KernelContext& ctx) const override { impl_.run(ctx); }
 
  private:
   WindowKernel impl_;
 };
 
 // Triangular mel filters over integer DFT bins, as the ONNX reference builds them.
-class MelWeightMatrixKernel final : public backends::Kernel {
+class MelWeightMatrixKernel final : public runtime::Kernel {
  public:
-  explicit MelWeightMatrixKernel(const backends::KernelInit& init)
+  explicit MelWeightMatrixKernel(const runtime::KernelInit& init)
       : dtype_(static_cast<DType>(init.node.attr_int("output_datatype", 1))) {}
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const int64_t num_mel_bins = read_scalar_int(ctx, 0, "num_mel_bins");
     const int64_t dft_length = read_scalar_int(ctx, 1, "dft_length");
     const int64_t sample_rate = read_scalar_int(ctx, 2, "sample_rate");
@@ -383,7 +383,7 @@ class MelWeightMatrixKernel final : public backends::Kernel {
 
 }  // namespace
 
-void register_signal_kernels(backends::KernelRegistry& r) {
+void register_signal_kernels(runtime::KernelRegistry& r) {
   r.add<DftKernel>(ops::OpKind::DFT, dtypes_of(FloatTypes{}));
   r.add<StftKernel>(ops::OpKind::STFT, dtypes_of(FloatTypes{}));
   r.add<HannWindowKernel>(ops::OpKind::HannWindow, dtypes_of(NumericTypes{}), -1);

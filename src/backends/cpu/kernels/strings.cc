@@ -78,18 +78,18 @@ bool locale_supported(const std::string& locale) {
          locale == "C" || locale == "C.UTF-8";
 }
 
-backends::Support string_normalizer_supported(const ir::Node& node) {
+runtime::Support string_normalizer_supported(const ir::Node& node) {
   std::string locale = node.attr_string("locale", "");
   if (!locale_supported(locale))
-    return backends::Support::no(
+    return runtime::Support::no(
         fmt::format("{}: locale '{}' is not supported by the CPU kernel (en_US only)",
                     node.describe(), locale));
-  return backends::Support::yes();
+  return runtime::Support::yes();
 }
 
-class StringNormalizerKernel final : public backends::Kernel {
+class StringNormalizerKernel final : public runtime::Kernel {
  public:
-  explicit StringNormalizerKernel(const backends::KernelInit& init) {
+  explicit StringNormalizerKernel(const runtime::KernelInit& init) {
     const ir::Node& n = init.node;
     std::string action = n.attr_string("case_change_action", "NONE");
     SY_CHECK(action == "NONE" || action == "LOWER" || action == "UPPER", InvalidModel,
@@ -102,7 +102,7 @@ class StringNormalizerKernel final : public backends::Kernel {
         stopwords_.insert(case_sensitive_ ? w : change_case(w, false));
   }
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
     if (x.dtype() != DType::String) ctx.fail("input must be a string tensor");
     if (!(x.rank() == 1 || (x.rank() == 2 && x.dim(0) == 1)))
@@ -129,9 +129,9 @@ class StringNormalizerKernel final : public backends::Kernel {
   std::unordered_set<std::string> stopwords_;
 };
 
-class TfIdfVectorizerKernel final : public backends::Kernel {
+class TfIdfVectorizerKernel final : public runtime::Kernel {
  public:
-  explicit TfIdfVectorizerKernel(const backends::KernelInit& init) {
+  explicit TfIdfVectorizerKernel(const runtime::KernelInit& init) {
     const ir::Node& n = init.node;
     std::string mode = n.attr_string("mode");
     SY_CHECK(mode == "TF" || mode == "IDF" || mode == "TFIDF", InvalidModel,
@@ -183,7 +183,7 @@ class TfIdfVectorizerKernel final : public backends::Kernel {
     }
   }
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
     if (x.rank() != 1 && x.rank() != 2) ctx.fail("input has rank {}, expected 1 or 2", x.rank());
     if ((x.dtype() == DType::String) != strings_)
@@ -262,24 +262,24 @@ class TfIdfVectorizerKernel final : public backends::Kernel {
 // does not have either.
 constexpr auto kRegexFlags = std::regex::ECMAScript | std::regex_constants::__polynomial;
 
-backends::Support regex_supported(const ir::Node& node) {
+runtime::Support regex_supported(const ir::Node& node) {
   const ir::Attribute* a = node.find_attribute("pattern");
   if (!a || a->kind != ir::Attribute::Kind::String)
-    return backends::Support::no(fmt::format("{}: pattern attribute is missing", node.describe()));
+    return runtime::Support::no(fmt::format("{}: pattern attribute is missing", node.describe()));
   try {
     std::regex re(a->s, kRegexFlags);
   } catch (const std::regex_error& e) {
-    return backends::Support::no(fmt::format(
+    return runtime::Support::no(fmt::format(
         "{}: pattern '{}' is not a valid ECMAScript regex ({}); the CPU kernel uses std::regex, "
         "not RE2",
         node.describe(), a->s, e.what()));
   }
-  return backends::Support::yes();
+  return runtime::Support::yes();
 }
 
-class RegexFullMatchKernel final : public backends::Kernel {
+class RegexFullMatchKernel final : public runtime::Kernel {
  public:
-  explicit RegexFullMatchKernel(const backends::KernelInit& init) {
+  explicit RegexFullMatchKernel(const runtime::KernelInit& init) {
     std::string pattern = init.node.attr_string("pattern");
     try {
       regex_ = std::regex(pattern, kRegexFlags);
@@ -289,7 +289,7 @@ class RegexFullMatchKernel final : public backends::Kernel {
     }
   }
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
     if (x.dtype() != DType::String) ctx.fail("input must be a string tensor");
     ir::Tensor& y = ctx.allocate_output(0, DType::Bool, x.shape());
@@ -308,11 +308,11 @@ class RegexFullMatchKernel final : public backends::Kernel {
   std::regex regex_;
 };
 
-class StringConcatKernel final : public backends::Kernel {
+class StringConcatKernel final : public runtime::Kernel {
  public:
-  explicit StringConcatKernel(const backends::KernelInit&) {}
+  explicit StringConcatKernel(const runtime::KernelInit&) {}
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& a = ctx.input(0);
     const ir::Tensor& b = ctx.input(1);
     if (a.dtype() != DType::String || b.dtype() != DType::String)
@@ -341,13 +341,13 @@ class StringConcatKernel final : public backends::Kernel {
   }
 };
 
-class StringSplitKernel final : public backends::Kernel {
+class StringSplitKernel final : public runtime::Kernel {
  public:
-  explicit StringSplitKernel(const backends::KernelInit& init)
+  explicit StringSplitKernel(const runtime::KernelInit& init)
       : delimiter_(init.node.attr_string("delimiter", "")),
         maxsplit_(init.node.attr_int("maxsplit", -1)) {}
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
     if (x.dtype() != DType::String) ctx.fail("input must be a string tensor");
     const std::string* in = x.data<std::string>();
@@ -418,19 +418,19 @@ class StringSplitKernel final : public backends::Kernel {
 
 }  // namespace
 
-void register_strings_kernels(backends::KernelRegistry& r) {
-  r.add(backends::KernelDef{ops::OpKind::StringNormalizer,
-                            {DType::String},
-                            0,
-                            string_normalizer_supported,
-                            backends::make_factory<StringNormalizerKernel>()});
+void register_strings_kernels(runtime::KernelRegistry& r) {
+  r.add(runtime::KernelDef{ops::OpKind::StringNormalizer,
+                           {DType::String},
+                           0,
+                           string_normalizer_supported,
+                           runtime::make_factory<StringNormalizerKernel>()});
   r.add<TfIdfVectorizerKernel>(ops::OpKind::TfIdfVectorizer,
                                {DType::String, DType::Int32, DType::Int64});
-  r.add(backends::KernelDef{ops::OpKind::RegexFullMatch,
-                            {DType::String},
-                            0,
-                            regex_supported,
-                            backends::make_factory<RegexFullMatchKernel>()});
+  r.add(runtime::KernelDef{ops::OpKind::RegexFullMatch,
+                           {DType::String},
+                           0,
+                           regex_supported,
+                           runtime::make_factory<RegexFullMatchKernel>()});
   r.add<StringConcatKernel>(ops::OpKind::StringConcat, {DType::String});
   r.add<StringSplitKernel>(ops::OpKind::StringSplit, {DType::String});
 }

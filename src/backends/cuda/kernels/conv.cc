@@ -45,9 +45,9 @@ namespace switchyard::cuda {
 
 namespace {
 
-using backends::KernelContext;
-using backends::Support;
 using ir::DType;
+using runtime::KernelContext;
+using runtime::Support;
 
 enum class Layout { Nchw, Nhwc };
 
@@ -365,9 +365,9 @@ struct VariantPackGuard {
   }
 };
 
-class ConvKernel : public backends::Kernel {
+class ConvKernel : public runtime::Kernel {
  public:
-  explicit ConvKernel(const backends::KernelInit& init)
+  explicit ConvKernel(const runtime::KernelInit& init)
       : group_(ops::read_group(init.node)),
         activation_(parse_activation(init.node)),
         clip_lo_(init.node.attr_float("_sy_clip_min", 0.0f)),
@@ -648,12 +648,12 @@ Support check_conv(const ir::Node& node) {
 
 }  // namespace
 
-void register_conv_kernels(backends::KernelRegistry& r) {
-  r.add(backends::KernelDef{ops::OpKind::Conv,
-                            {DType::Float32, DType::Float16, DType::BFloat16},
-                            0,
-                            check_conv,
-                            backends::make_factory<ConvKernel>()});
+void register_conv_kernels(runtime::KernelRegistry& r) {
+  r.add(runtime::KernelDef{ops::OpKind::Conv,
+                           {DType::Float32, DType::Float16, DType::BFloat16},
+                           0,
+                           check_conv,
+                           runtime::make_factory<ConvKernel>()});
 }
 
 }  // namespace switchyard::cuda

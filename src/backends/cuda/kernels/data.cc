@@ -27,13 +27,13 @@ namespace {
 using namespace movement;  // NOLINT: the family's shared helpers
 // ---- views -------------------------------------------------------------------------------
 
-class IdentityKernel : public backends::Kernel {
+class IdentityKernel : public runtime::Kernel {
  public:
   explicit IdentityKernel(const KernelInit&) {}
   void run(KernelContext& ctx) const override { ctx.set_output(0, ctx.input_datum(0)); }
 };
 
-class ReshapeKernel : public backends::Kernel {
+class ReshapeKernel : public runtime::Kernel {
  public:
   explicit ReshapeKernel(const KernelInit& init)
       : allowzero_(init.node.attr_int("allowzero", 0) != 0) {}
@@ -48,7 +48,7 @@ class ReshapeKernel : public backends::Kernel {
   bool allowzero_;
 };
 
-class FlattenKernel : public backends::Kernel {
+class FlattenKernel : public runtime::Kernel {
  public:
   explicit FlattenKernel(const KernelInit& init) : axis_(init.node.attr_int("axis", 1)) {}
   void run(KernelContext& ctx) const override {
@@ -64,7 +64,7 @@ class FlattenKernel : public backends::Kernel {
   int64_t axis_;
 };
 
-class SqueezeKernel : public backends::Kernel {
+class SqueezeKernel : public runtime::Kernel {
  public:
   explicit SqueezeKernel(const KernelInit&) {}
   void run(KernelContext& ctx) const override {
@@ -91,7 +91,7 @@ class SqueezeKernel : public backends::Kernel {
   }
 };
 
-class UnsqueezeKernel : public backends::Kernel {
+class UnsqueezeKernel : public runtime::Kernel {
  public:
   explicit UnsqueezeKernel(const KernelInit&) {}
   void run(KernelContext& ctx) const override {
@@ -127,7 +127,7 @@ Support check_dropout(const ir::Node& node) {
       "backend does not generate");
 }
 
-class DropoutKernel : public backends::Kernel {
+class DropoutKernel : public runtime::Kernel {
  public:
   explicit DropoutKernel(const KernelInit&) {}
   void run(KernelContext& ctx) const override {
@@ -172,7 +172,7 @@ void write_int64s(KernelContext& ctx, int64_t* dst, const std::vector<int64_t>& 
   }
 }
 
-class ShapeKernel : public backends::Kernel {
+class ShapeKernel : public runtime::Kernel {
  public:
   explicit ShapeKernel(const KernelInit& init)
       : start_(init.node.attr_int("start", 0)),
@@ -191,7 +191,7 @@ class ShapeKernel : public backends::Kernel {
   int64_t start_, end_;
 };
 
-class SizeKernel : public backends::Kernel {
+class SizeKernel : public runtime::Kernel {
  public:
   explicit SizeKernel(const KernelInit&) {}
   void run(KernelContext& ctx) const override {
@@ -210,7 +210,7 @@ DType retyped_float(const ir::Node& node, DType dtype) {
   return dtype;
 }
 
-class ConstantOfShapeKernel : public backends::Kernel {
+class ConstantOfShapeKernel : public runtime::Kernel {
  public:
   explicit ConstantOfShapeKernel(const KernelInit& init) {
     ir::Tensor value;
@@ -244,7 +244,7 @@ class ConstantOfShapeKernel : public backends::Kernel {
   uint64_t bits_ = 0;
 };
 
-class RangeKernel : public backends::Kernel {
+class RangeKernel : public runtime::Kernel {
  public:
   explicit RangeKernel(const KernelInit& init) : node_out_(DType::Undefined) {
     const ir::Value* out = init.node.output(0);
@@ -291,7 +291,7 @@ class RangeKernel : public backends::Kernel {
   DType node_out_;
 };
 
-class EyeLikeKernel : public backends::Kernel {
+class EyeLikeKernel : public runtime::Kernel {
  public:
   explicit EyeLikeKernel(const KernelInit& init)
       : has_dtype_(init.node.has_attribute("dtype")),
@@ -317,7 +317,7 @@ class EyeLikeKernel : public backends::Kernel {
   int64_t k_;
 };
 
-class TriluKernel : public backends::Kernel {
+class TriluKernel : public runtime::Kernel {
  public:
   explicit TriluKernel(const KernelInit& init) : upper_(init.node.attr_int("upper", 1) != 0) {}
   void run(KernelContext& ctx) const override {
@@ -343,7 +343,7 @@ class TriluKernel : public backends::Kernel {
 
 // ---- layout ------------------------------------------------------------------------------
 
-class TransposeKernel : public backends::Kernel {
+class TransposeKernel : public runtime::Kernel {
  public:
   explicit TransposeKernel(const KernelInit& init) : has_perm_(init.node.has_attribute("perm")) {
     if (has_perm_) perm_ = init.node.attr_ints("perm");
@@ -377,7 +377,7 @@ class TransposeKernel : public backends::Kernel {
   std::vector<int64_t> perm_;
 };
 
-class ConcatKernel : public backends::Kernel {
+class ConcatKernel : public runtime::Kernel {
  public:
   explicit ConcatKernel(const KernelInit& init) : axis_(init.node.attr_int("axis")) {}
   void run(KernelContext& ctx) const override {
@@ -429,7 +429,7 @@ class ConcatKernel : public backends::Kernel {
   int64_t axis_;
 };
 
-class SplitKernel : public backends::Kernel {
+class SplitKernel : public runtime::Kernel {
  public:
   explicit SplitKernel(const KernelInit& init)
       : axis_(init.node.attr_int("axis", 0)), uneven_(init.node.has_attribute("num_outputs")) {}
@@ -467,7 +467,7 @@ class SplitKernel : public backends::Kernel {
   bool uneven_;
 };
 
-class SliceKernel : public backends::Kernel {
+class SliceKernel : public runtime::Kernel {
  public:
   explicit SliceKernel(const KernelInit&) {}
   void run(KernelContext& ctx) const override {
@@ -482,7 +482,7 @@ class SliceKernel : public backends::Kernel {
 };
 
 // DepthToSpace and SpaceToDepth: a 6-D view of the input, transposed.
-class BlockRearrangeKernel : public backends::Kernel {
+class BlockRearrangeKernel : public runtime::Kernel {
  public:
   BlockRearrangeKernel(const KernelInit& init, bool to_space)
       : to_space_(to_space),
@@ -529,7 +529,7 @@ static_assert(static_cast<int>(ops::PadMode::Wrap) == static_cast<int>(data::Pad
                   static_cast<int>(ops::PadMode::Edge) == static_cast<int>(data::PadMode::Edge),
               "the device kernel numbers pad modes as ops::PadMode does");
 
-class PadKernel : public backends::Kernel {
+class PadKernel : public runtime::Kernel {
  public:
   explicit PadKernel(const KernelInit& init) : mode_(ops::pad_mode(init.node)) {}
   void run(KernelContext& ctx) const override {
@@ -568,7 +568,7 @@ class PadKernel : public backends::Kernel {
   ops::PadMode mode_;
 };
 
-class TileKernel : public backends::Kernel {
+class TileKernel : public runtime::Kernel {
  public:
   explicit TileKernel(const KernelInit&) {}
   void run(KernelContext& ctx) const override {
@@ -601,7 +601,7 @@ class TileKernel : public backends::Kernel {
 
 }  // namespace
 
-void register_data_kernels(backends::KernelRegistry& r) {
+void register_data_kernels(runtime::KernelRegistry& r) {
   using ops::OpKind;
   const std::vector<DType> plain = plain_dtypes();
   r.add(def<IdentityKernel>(OpKind::Identity, plain, {}, [](const ir::Node& n) {
@@ -633,14 +633,14 @@ void register_data_kernels(backends::KernelRegistry& r) {
                   plain,
                   0,
                   {},
-                  [](const KernelInit& init) -> std::unique_ptr<backends::Kernel> {
+                  [](const KernelInit& init) -> std::unique_ptr<runtime::Kernel> {
                     return std::make_unique<BlockRearrangeKernel>(init, true);
                   }});
   r.add(KernelDef{OpKind::SpaceToDepth,
                   plain,
                   0,
                   {},
-                  [](const KernelInit& init) -> std::unique_ptr<backends::Kernel> {
+                  [](const KernelInit& init) -> std::unique_ptr<runtime::Kernel> {
                     return std::make_unique<BlockRearrangeKernel>(init, false);
                   }});
 }

@@ -15,11 +15,11 @@
 
 namespace switchyard::cuda::movement {
 
-using backends::KernelContext;
-using backends::KernelDef;
-using backends::KernelInit;
-using backends::Support;
 using ir::DType;
+using runtime::KernelContext;
+using runtime::KernelDef;
+using runtime::KernelInit;
+using runtime::Support;
 
 // ---- dtypes and checks -------------------------------------------------------------------
 
@@ -210,7 +210,7 @@ KernelDef def(ops::OpKind op, std::vector<DType> dtypes, std::vector<int> host_i
                    std::move(dtypes),
                    dtype_input,
                    std::move(check),
-                   backends::make_factory<K>(),
+                   runtime::make_factory<K>(),
                    std::move(host_inputs)};
 }
 

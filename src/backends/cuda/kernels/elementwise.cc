@@ -20,12 +20,12 @@
 namespace switchyard::cuda {
 namespace {
 
-using backends::KernelContext;
-using backends::KernelDef;
-using backends::KernelInit;
-using backends::Support;
 using ir::DType;
 using ops::OpKind;
+using runtime::KernelContext;
+using runtime::KernelDef;
+using runtime::KernelInit;
+using runtime::Support;
 
 const std::vector<DType> kFloatTypes = {DType::Float32, DType::Float16, DType::BFloat16,
                                         DType::Float64};
@@ -191,7 +191,7 @@ EwParams unary_params(const ir::Node& n, EwOp op) {
   return p;
 }
 
-class UnaryKernel final : public backends::Kernel {
+class UnaryKernel final : public runtime::Kernel {
  public:
   UnaryKernel(const KernelInit& init, EwOp op, std::vector<DType> types)
       : op_(op), params_(unary_params(init.node, op)), types_(std::move(types)) {}
@@ -213,7 +213,7 @@ class UnaryKernel final : public backends::Kernel {
 
 /// Clip: min and max are optional scalar host inputs. Under --precision fp16/bf16 a host-read
 /// bound keeps float32 while x is narrowed, so float bounds need only be floats.
-class ClipKernel final : public backends::Kernel {
+class ClipKernel final : public runtime::Kernel {
  public:
   explicit ClipKernel(const KernelInit&) {}
 
@@ -256,7 +256,7 @@ bool is_comparison(EwOp op) {
 }
 
 /// Binary ops whose inputs share one dtype. PRelu: the slope must broadcast to X's shape.
-class BinaryKernel final : public backends::Kernel {
+class BinaryKernel final : public runtime::Kernel {
  public:
   BinaryKernel(const KernelInit&, EwOp op, std::vector<DType> types)
       : op_(op), types_(std::move(types)) {}
@@ -288,7 +288,7 @@ class BinaryKernel final : public backends::Kernel {
 
 /// Max, Min, Sum, Mean over one or more inputs, folded pairwise into the output (as the CPU
 /// does, so half types round between inputs alike); Mean divides at the end.
-class VariadicKernel final : public backends::Kernel {
+class VariadicKernel final : public runtime::Kernel {
  public:
   VariadicKernel(const KernelInit&, EwOp op, bool mean, std::vector<DType> types)
       : op_(op), mean_(mean), types_(std::move(types)) {}
@@ -332,7 +332,7 @@ class VariadicKernel final : public backends::Kernel {
 };
 
 /// Pow: base and exponent dtypes pair freely among kNumericTypes.
-class PowKernel final : public backends::Kernel {
+class PowKernel final : public runtime::Kernel {
  public:
   explicit PowKernel(const KernelInit&) {}
 
@@ -348,7 +348,7 @@ class PowKernel final : public backends::Kernel {
   }
 };
 
-class WhereKernel final : public backends::Kernel {
+class WhereKernel final : public runtime::Kernel {
  public:
   explicit WhereKernel(const KernelInit&) {}
 
@@ -373,7 +373,7 @@ class WhereKernel final : public backends::Kernel {
 // ---- Cast, CastLike, Expand ----
 
 /// Cast (target from the `to` attribute) and CastLike (target = input 1's runtime dtype).
-class CastKernel final : public backends::Kernel {
+class CastKernel final : public runtime::Kernel {
  public:
   explicit CastKernel(const KernelInit& init)
       : cast_like_(ops::kind_of(init.node) == OpKind::CastLike),
@@ -401,7 +401,7 @@ Support cast_check(const ir::Node& n) {
   return not_chain(n);
 }
 
-class ExpandKernel final : public backends::Kernel {
+class ExpandKernel final : public runtime::Kernel {
  public:
   explicit ExpandKernel(const KernelInit&) {}
 
@@ -495,7 +495,7 @@ Support chain_check(const ir::Node& n) {
   return Support::yes();
 }
 
-class ChainKernel final : public backends::Kernel {
+class ChainKernel final : public runtime::Kernel {
  public:
   explicit ChainKernel(const KernelInit& init) {
     std::string why = parse_chain(init.node, plan_);
@@ -531,29 +531,28 @@ KernelDef def_of(OpKind op, std::vector<DType> types, Support (*check)(const ir:
   std::vector<DType> accepted = types;
   return KernelDef{op, std::move(accepted), 0, check,
                    [types = std::move(types), args...](const KernelInit& init) {
-                     return std::unique_ptr<backends::Kernel>(new K(init, args..., types));
+                     return std::unique_ptr<runtime::Kernel>(new K(init, args..., types));
                    }};
 }
 
-void add_unary(backends::KernelRegistry& r, OpKind kind, EwOp op, const std::vector<DType>& types) {
+void add_unary(runtime::KernelRegistry& r, OpKind kind, EwOp op, const std::vector<DType>& types) {
   r.add(def_of<UnaryKernel>(kind, types, not_chain, op));
 }
 
-void add_binary(backends::KernelRegistry& r, OpKind kind, EwOp op,
-                const std::vector<DType>& types) {
+void add_binary(runtime::KernelRegistry& r, OpKind kind, EwOp op, const std::vector<DType>& types) {
   r.add(def_of<BinaryKernel>(kind, types, plain_node, op));
 }
 
 }  // namespace
 
-void register_elementwise_kernels(backends::KernelRegistry& r) {
+void register_elementwise_kernels(runtime::KernelRegistry& r) {
   using K = OpKind;
   // Fused chains first: a node carrying _sy_chain_ops runs the chain kernel; every plain
   // kernel below refuses such a node (not_chain, plain_node).
   for (const EwChainOpName& c : kEwChainOps) {
     auto kind = ops::find_op_kind(c.name);
     SY_ASSERT(kind.has_value());
-    r.add(KernelDef{*kind, kFloatTypes, 0, chain_check, backends::make_factory<ChainKernel>()});
+    r.add(KernelDef{*kind, kFloatTypes, 0, chain_check, runtime::make_factory<ChainKernel>()});
   }
 
   const std::vector<DType>& fl = kFloatTypes;
@@ -587,11 +586,11 @@ void register_elementwise_kernels(backends::KernelRegistry& r) {
                                                      n.describe(), a));
                     return not_chain(n);
                   },
-                  [](const KernelInit& init) -> std::unique_ptr<backends::Kernel> {
+                  [](const KernelInit& init) -> std::unique_ptr<runtime::Kernel> {
                     return std::make_unique<UnaryKernel>(init, EwOp::Gelu, kFloatTypes);
                   }});
-  r.add(KernelDef{
-      K::Clip, kNumericTypes, 0, not_chain, backends::make_factory<ClipKernel>(), {1, 2}});
+  r.add(
+      KernelDef{K::Clip, kNumericTypes, 0, not_chain, runtime::make_factory<ClipKernel>(), {1, 2}});
 
   const std::vector<std::pair<K, EwOp>> numeric_binary = {
       {K::Add, EwOp::Add},
@@ -612,12 +611,12 @@ void register_elementwise_kernels(backends::KernelRegistry& r) {
   add_binary(r, K::BitwiseOr, EwOp::BitwiseOr, kIntegerTypes);
   add_binary(r, K::BitwiseXor, EwOp::BitwiseXor, kIntegerTypes);
   r.add(KernelDef{K::Mod, kNumericTypes, 0, plain_node,
-                  [](const KernelInit& init) -> std::unique_ptr<backends::Kernel> {
+                  [](const KernelInit& init) -> std::unique_ptr<runtime::Kernel> {
                     EwOp op = init.node.attr_int("fmod", 0) != 0 ? EwOp::FMod : EwOp::Mod;
                     return std::make_unique<BinaryKernel>(init, op, kNumericTypes);
                   }});
   r.add(KernelDef{K::BitShift, kUnsignedTypes, 0, plain_node,
-                  [](const KernelInit& init) -> std::unique_ptr<backends::Kernel> {
+                  [](const KernelInit& init) -> std::unique_ptr<runtime::Kernel> {
                     EwOp op = init.node.attr_string("direction") == "LEFT" ? EwOp::ShiftLeft
                                                                            : EwOp::ShiftRight;
                     return std::make_unique<BinaryKernel>(init, op, kUnsignedTypes);
@@ -630,19 +629,18 @@ void register_elementwise_kernels(backends::KernelRegistry& r) {
                                                      ir::dtype_name(e)));
                     return plain_node(n);
                   },
-                  backends::make_factory<PowKernel>()});
+                  runtime::make_factory<PowKernel>()});
 
   r.add(def_of<VariadicKernel>(K::Max, kNumericTypes, plain_node, EwOp::Max, false));
   r.add(def_of<VariadicKernel>(K::Min, kNumericTypes, plain_node, EwOp::Min, false));
   r.add(def_of<VariadicKernel>(K::Sum, fl, plain_node, EwOp::Add, false));
   r.add(def_of<VariadicKernel>(K::Mean, fl, plain_node, EwOp::Add, true));
-  r.add(
-      KernelDef{K::Where, kFixedWidthTypes, 1, plain_node, backends::make_factory<WhereKernel>()});
+  r.add(KernelDef{K::Where, kFixedWidthTypes, 1, plain_node, runtime::make_factory<WhereKernel>()});
 
-  r.add(KernelDef{K::Cast, kCastTypes, 0, cast_check, backends::make_factory<CastKernel>()});
-  r.add(KernelDef{K::CastLike, kCastTypes, 0, cast_check, backends::make_factory<CastKernel>()});
+  r.add(KernelDef{K::Cast, kCastTypes, 0, cast_check, runtime::make_factory<CastKernel>()});
+  r.add(KernelDef{K::CastLike, kCastTypes, 0, cast_check, runtime::make_factory<CastKernel>()});
   r.add(KernelDef{
-      K::Expand, kFixedWidthTypes, 0, plain_node, backends::make_factory<ExpandKernel>(), {1}});
+      K::Expand, kFixedWidthTypes, 0, plain_node, runtime::make_factory<ExpandKernel>(), {1}});
 }
 
 }  // namespace switchyard::cuda

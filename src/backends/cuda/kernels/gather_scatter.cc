@@ -29,7 +29,7 @@ DType index_dtype(const KernelContext& ctx, size_t i) {
   return d;
 }
 
-class GatherKernel : public backends::Kernel {
+class GatherKernel : public runtime::Kernel {
  public:
   explicit GatherKernel(const KernelInit& init) : axis_(init.node.attr_int("axis", 0)) {}
   void run(KernelContext& ctx) const override {
@@ -68,7 +68,7 @@ data::ElementsParams elements_params(const KernelContext& ctx, const ir::Tensor&
   return p;
 }
 
-class GatherElementsKernel : public backends::Kernel {
+class GatherElementsKernel : public runtime::Kernel {
  public:
   explicit GatherElementsKernel(const KernelInit& init) : axis_(init.node.attr_int("axis", 0)) {}
   void run(KernelContext& ctx) const override {
@@ -89,7 +89,7 @@ class GatherElementsKernel : public backends::Kernel {
   int64_t axis_;
 };
 
-class GatherNDKernel : public backends::Kernel {
+class GatherNDKernel : public runtime::Kernel {
  public:
   explicit GatherNDKernel(const KernelInit& init)
       : batch_dims_(init.node.attr_int("batch_dims", 0)) {}
@@ -168,7 +168,7 @@ std::shared_ptr<void> winners_scratch(KernelContext& ctx, data::Reduction r, int
   return ctx.scratch(static_cast<size_t>(slots) * sizeof(int32_t));
 }
 
-class ScatterElementsKernel : public backends::Kernel {
+class ScatterElementsKernel : public runtime::Kernel {
  public:
   explicit ScatterElementsKernel(const KernelInit& init)
       : axis_(init.node.attr_int("axis", 0)), reduction_(parse_reduction(init.node)) {}
@@ -195,7 +195,7 @@ class ScatterElementsKernel : public backends::Kernel {
   data::Reduction reduction_;
 };
 
-class ScatterNDKernel : public backends::Kernel {
+class ScatterNDKernel : public runtime::Kernel {
  public:
   explicit ScatterNDKernel(const KernelInit& init) : reduction_(parse_reduction(init.node)) {}
   void run(KernelContext& ctx) const override {
@@ -234,7 +234,7 @@ class ScatterNDKernel : public backends::Kernel {
   data::Reduction reduction_;
 };
 
-class OneHotKernel : public backends::Kernel {
+class OneHotKernel : public runtime::Kernel {
  public:
   explicit OneHotKernel(const KernelInit& init) : axis_(init.node.attr_int("axis", -1)) {}
   void run(KernelContext& ctx) const override {
@@ -268,7 +268,7 @@ class OneHotKernel : public backends::Kernel {
 
 }  // namespace
 
-void register_gather_scatter_kernels(backends::KernelRegistry& r) {
+void register_gather_scatter_kernels(runtime::KernelRegistry& r) {
   using ops::OpKind;
   const std::vector<DType> plain = plain_dtypes();
   r.add(def<GatherKernel>(OpKind::Gather, plain, {}, check_gather));

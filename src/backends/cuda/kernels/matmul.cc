@@ -79,23 +79,23 @@ bool has_rank_zero_input(const ir::Node& node, size_t count) {
   return false;
 }
 
-backends::Support check_matmul(const ir::Node& node) {
+runtime::Support check_matmul(const ir::Node& node) {
   if (node.num_inputs() > 3)
-    return backends::Support::no(
+    return runtime::Support::no(
         fmt::format("MatMul with {} inputs (cuda takes A, B and a fused bias)", node.num_inputs()));
-  if (has_rank_zero_input(node, 2)) return backends::Support::no("MatMul of a rank-0 input");
+  if (has_rank_zero_input(node, 2)) return runtime::Support::no("MatMul of a rank-0 input");
   if (const ir::Value* bias = node.input(2);
       bias && bias->type().has_rank() && bias->type().rank() != 1)
-    return backends::Support::no("MatMul with a fused bias that is not 1-D");
+    return runtime::Support::no("MatMul with a fused bias that is not 1-D");
   std::string why;
-  if (!activation_of(node, &why)) return backends::Support::no(why);
-  return backends::Support::yes();
+  if (!activation_of(node, &why)) return runtime::Support::no(why);
+  return runtime::Support::yes();
 }
 
-backends::Support check_gemm(const ir::Node& node) {
+runtime::Support check_gemm(const ir::Node& node) {
   std::string why;
-  if (!activation_of(node, &why)) return backends::Support::no(why);
-  return backends::Support::yes();
+  if (!activation_of(node, &why)) return runtime::Support::no(why);
+  return runtime::Support::yes();
 }
 
 // numpy.matmul dims of one call (1-D operands promoted, batch dims broadcast and padded to one
@@ -106,7 +106,7 @@ struct MatMulShape {
   std::vector<int64_t> a_batch, b_batch, out_batch;
 };
 
-MatMulShape matmul_shape(const backends::KernelContext& ctx, const std::vector<int64_t>& a,
+MatMulShape matmul_shape(const runtime::KernelContext& ctx, const std::vector<int64_t>& a,
                          const std::vector<int64_t>& b) {
   if (a.empty() || b.empty())
     ctx.fail("inputs must have rank >= 1, got A {} and B {}", ir::shape_to_string(a),
@@ -286,9 +286,8 @@ bool find_algo(cublasLtHandle_t handle, LtPlan& plan, const Problem& p, cublasLt
 
 // Lowers a problem: descriptors, layouts, and the algorithm with the epilogue cuBLASLt can do
 // (bias, Relu), leaving the rest to launch_bias_activation.
-std::shared_ptr<const LtPlan> build_plan(const backends::KernelContext& ctx,
-                                         cublasLtHandle_t handle, const Problem& p,
-                                         const void* bias) {
+std::shared_ptr<const LtPlan> build_plan(const runtime::KernelContext& ctx, cublasLtHandle_t handle,
+                                         const Problem& p, const void* bias) {
   const LtTypes types = *lt_types(p.dtype, p.tf32);  // the kernels checked the dtype
   if (p.batch_count > INT32_MAX)
     ctx.fail("{} matrices in one batch exceed cuBLASLt's limit", p.batch_count);
@@ -483,7 +482,7 @@ void plan_batches(const MatMulShape& s, Problem& p) {
 }
 
 // Runtime dtypes come from the partition (--precision retypes float32), not the node's types.
-void require_float(const backends::KernelContext& ctx, ir::DType dtype) {
+void require_float(const runtime::KernelContext& ctx, ir::DType dtype) {
   if (!lt_types(dtype, false)) ctx.fail("no CUDA kernel for dtype {}", ir::dtype_name(dtype));
 }
 
@@ -498,12 +497,12 @@ void run_empty_product(const CudaRunContext& rc, ir::Tensor& y, bool preset, int
 
 // ---- Kernels -------------------------------------------------------------------------------
 
-class MatMulKernel : public backends::Kernel {
+class MatMulKernel : public runtime::Kernel {
  public:
-  explicit MatMulKernel(const backends::KernelInit& init)
+  explicit MatMulKernel(const runtime::KernelInit& init)
       : act_(activation_or_throw(init.node)), alpha_(init.node.attr_float("_sy_alpha", 1.0f)) {}
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& a = ctx.input(0);
     const ir::Tensor& b = ctx.input(1);
     const ir::Tensor* bias = ctx.has_input(2) ? &ctx.input(2) : nullptr;
@@ -556,16 +555,16 @@ class MatMulKernel : public backends::Kernel {
   PlanCache cache_;
 };
 
-class GemmKernel : public backends::Kernel {
+class GemmKernel : public runtime::Kernel {
  public:
-  explicit GemmKernel(const backends::KernelInit& init)
+  explicit GemmKernel(const runtime::KernelInit& init)
       : trans_a_(init.node.attr_int("transA", 0) != 0),
         trans_b_(init.node.attr_int("transB", 0) != 0),
         alpha_(init.node.attr_float("alpha", 1.0f)),
         beta_(init.node.attr_float("beta", 1.0f)),
         act_(activation_or_throw(init.node)) {}
 
-  void run(backends::KernelContext& ctx) const override {
+  void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& a = ctx.input(0);
     const ir::Tensor& b = ctx.input(1);
     const ir::Tensor* c = ctx.has_input(2) ? &ctx.input(2) : nullptr;
@@ -644,11 +643,11 @@ class GemmKernel : public backends::Kernel {
 
 }  // namespace
 
-void register_matmul_kernels(backends::KernelRegistry& r) {
-  r.add(backends::KernelDef{ops::OpKind::MatMul, matmul_dtypes(), 0, check_matmul,
-                            backends::make_factory<MatMulKernel>()});
-  r.add(backends::KernelDef{ops::OpKind::Gemm, matmul_dtypes(), 0, check_gemm,
-                            backends::make_factory<GemmKernel>()});
+void register_matmul_kernels(runtime::KernelRegistry& r) {
+  r.add(runtime::KernelDef{ops::OpKind::MatMul, matmul_dtypes(), 0, check_matmul,
+                           runtime::make_factory<MatMulKernel>()});
+  r.add(runtime::KernelDef{ops::OpKind::Gemm, matmul_dtypes(), 0, check_gemm,
+                           runtime::make_factory<GemmKernel>()});
 }
 
 }  // namespace switchyard::cuda

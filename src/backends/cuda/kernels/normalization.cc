@@ -17,9 +17,9 @@ namespace switchyard::cuda {
 
 namespace {
 
-using backends::KernelContext;
-using backends::Support;
 using ir::DType;
+using runtime::KernelContext;
+using runtime::Support;
 
 const std::vector<DType> kFloatTypes = {DType::Float32, DType::Float16, DType::BFloat16,
                                         DType::Float64};
@@ -62,9 +62,9 @@ const ir::Tensor& channel_input_like(const KernelContext& ctx, size_t i, int64_t
 
 ChannelParam channel_param(const ir::Tensor& t) { return {t.raw(), t.dtype()}; }
 
-class BatchNormKernel : public backends::Kernel {
+class BatchNormKernel : public runtime::Kernel {
  public:
-  explicit BatchNormKernel(const backends::KernelInit& init)
+  explicit BatchNormKernel(const runtime::KernelInit& init)
       : epsilon_(init.node.attr_float("epsilon", 1e-5f)) {}
 
   void run(KernelContext& ctx) const override {
@@ -103,9 +103,9 @@ Support check_batch_norm(const ir::Node& node) {
   return Support::yes();
 }
 
-class InstanceNormKernel : public backends::Kernel {
+class InstanceNormKernel : public runtime::Kernel {
  public:
-  explicit InstanceNormKernel(const backends::KernelInit& init)
+  explicit InstanceNormKernel(const runtime::KernelInit& init)
       : epsilon_(init.node.attr_float("epsilon", 1e-5f)) {}
 
   void run(KernelContext& ctx) const override {
@@ -136,9 +136,9 @@ class InstanceNormKernel : public backends::Kernel {
   float epsilon_;
 };
 
-class GroupNormKernel : public backends::Kernel {
+class GroupNormKernel : public runtime::Kernel {
  public:
-  explicit GroupNormKernel(const backends::KernelInit& init)
+  explicit GroupNormKernel(const runtime::KernelInit& init)
       : epsilon_(init.node.attr_float("epsilon", 1e-5f)),
         groups_(init.node.attr_int("num_groups")) {}
 
@@ -216,9 +216,9 @@ DType output_dtype(const ir::Node& node, size_t i, DType fallback) {
   return fallback;
 }
 
-class LayerNormKernel : public backends::Kernel {
+class LayerNormKernel : public runtime::Kernel {
  public:
-  explicit LayerNormKernel(const backends::KernelInit& init)
+  explicit LayerNormKernel(const runtime::KernelInit& init)
       : axis_(init.node.attr_int("axis", -1)),
         epsilon_(init.node.attr_float("epsilon", 1e-5f)),
         stash_(static_cast<DType>(init.node.attr_int("stash_type", 1))),
@@ -271,9 +271,9 @@ class LayerNormKernel : public backends::Kernel {
   DType stats_dtype_;
 };
 
-class LpNormKernel : public backends::Kernel {
+class LpNormKernel : public runtime::Kernel {
  public:
-  explicit LpNormKernel(const backends::KernelInit& init)
+  explicit LpNormKernel(const runtime::KernelInit& init)
       : axis_(init.node.attr_int("axis", -1)), p_(init.node.attr_int("p", 2)) {
     SY_CHECK(p_ == 1 || p_ == 2, InvalidModel, "{}: p must be 1 or 2, got {}", init.node.describe(),
              p_);
@@ -296,9 +296,9 @@ class LpNormKernel : public backends::Kernel {
   int64_t p_;
 };
 
-class MeanVarianceNormKernel : public backends::Kernel {
+class MeanVarianceNormKernel : public runtime::Kernel {
  public:
-  explicit MeanVarianceNormKernel(const backends::KernelInit& init)
+  explicit MeanVarianceNormKernel(const runtime::KernelInit& init)
       : axes_(init.node.attr_ints("axes", {0, 2, 3})) {}
 
   void run(KernelContext& ctx) const override {
@@ -344,17 +344,17 @@ class MeanVarianceNormKernel : public backends::Kernel {
 
 }  // namespace
 
-void register_normalization_kernels(backends::KernelRegistry& r) {
+void register_normalization_kernels(runtime::KernelRegistry& r) {
   using ops::OpKind;
-  r.add(backends::KernelDef{OpKind::BatchNormalization, kFloatTypes, 0, check_batch_norm,
-                            backends::make_factory<BatchNormKernel>()});
+  r.add(runtime::KernelDef{OpKind::BatchNormalization, kFloatTypes, 0, check_batch_norm,
+                           runtime::make_factory<BatchNormKernel>()});
   r.add<InstanceNormKernel>(OpKind::InstanceNormalization, kFloatTypes);
-  r.add(backends::KernelDef{OpKind::LayerNormalization, kFloatTypes, 0, check_rank_fits,
-                            backends::make_factory<LayerNormKernel>()});
+  r.add(runtime::KernelDef{OpKind::LayerNormalization, kFloatTypes, 0, check_rank_fits,
+                           runtime::make_factory<LayerNormKernel>()});
   r.add<GroupNormKernel>(OpKind::GroupNormalization, kFloatTypes);
   r.add<LpNormKernel>(OpKind::LpNormalization, kFloatTypes);
-  r.add(backends::KernelDef{OpKind::MeanVarianceNormalization, kFloatTypes, 0, check_rank_fits,
-                            backends::make_factory<MeanVarianceNormKernel>()});
+  r.add(runtime::KernelDef{OpKind::MeanVarianceNormalization, kFloatTypes, 0, check_rank_fits,
+                           runtime::make_factory<MeanVarianceNormKernel>()});
 }
 
 }  // namespace switchyard::cuda

@@ -17,9 +17,9 @@ namespace switchyard::cuda {
 
 namespace {
 
-using backends::KernelContext;
-using backends::Support;
 using ir::DType;
+using runtime::KernelContext;
+using runtime::Support;
 
 const std::vector<DType> kFloatTypes = {DType::Float32, DType::Float16, DType::BFloat16,
                                         DType::Float64};
@@ -36,9 +36,9 @@ Support check_window_rank(const ir::Node& node) {
   return Support::yes();
 }
 
-class PoolKernel : public backends::Kernel {
+class PoolKernel : public runtime::Kernel {
  public:
-  PoolKernel(const backends::KernelInit& init, PoolMode mode, bool global)
+  PoolKernel(const runtime::KernelInit& init, PoolMode mode, bool global)
       : mode_(mode), global_(global) {
     const ir::Node& node = init.node;
     if (!global_) attrs_ = ops::read_window_attrs(node, node.attr_ints("kernel_shape"));
@@ -156,18 +156,17 @@ class PoolKernel : public backends::Kernel {
 template <PoolMode kMode, bool kGlobal>
 class Pool : public PoolKernel {
  public:
-  explicit Pool(const backends::KernelInit& init) : PoolKernel(init, kMode, kGlobal) {}
+  explicit Pool(const runtime::KernelInit& init) : PoolKernel(init, kMode, kGlobal) {}
 };
 
 template <PoolMode kMode>
-backends::KernelDef windowed(ops::OpKind op, std::vector<DType> dtypes) {
-  return {op, std::move(dtypes), 0, check_window_rank,
-          backends::make_factory<Pool<kMode, false>>()};
+runtime::KernelDef windowed(ops::OpKind op, std::vector<DType> dtypes) {
+  return {op, std::move(dtypes), 0, check_window_rank, runtime::make_factory<Pool<kMode, false>>()};
 }
 
 }  // namespace
 
-void register_pool_kernels(backends::KernelRegistry& r) {
+void register_pool_kernels(runtime::KernelRegistry& r) {
   using ops::OpKind;
   r.add(windowed<PoolMode::Max>(OpKind::MaxPool, kMaxPoolTypes));
   r.add(windowed<PoolMode::Average>(OpKind::AveragePool, kFloatTypes));

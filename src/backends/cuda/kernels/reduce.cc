@@ -22,11 +22,11 @@ namespace switchyard::cuda {
 
 namespace {
 
-using backends::KernelContext;
-using backends::KernelDef;
-using backends::KernelInit;
-using backends::Support;
 using ir::DType;
+using runtime::KernelContext;
+using runtime::KernelDef;
+using runtime::KernelInit;
+using runtime::Support;
 
 const std::vector<DType> kFloats = {DType::Float32, DType::Float16, DType::BFloat16,
                                     DType::Float64};
@@ -115,7 +115,7 @@ ReduceShape reduce_shape(const KernelContext& ctx, const std::vector<int64_t>& s
 }
 
 template <ReduceOp kOp>
-class ReduceKernel : public backends::Kernel {
+class ReduceKernel : public runtime::Kernel {
  public:
   explicit ReduceKernel(const KernelInit& init)
       : keepdims_(init.node.attr_int("keepdims", 1) != 0),
@@ -151,7 +151,7 @@ AxisSplit split_at(const ir::Tensor& x, int64_t axis) {
 }
 
 template <bool kMax>
-class ArgReduceKernel : public backends::Kernel {
+class ArgReduceKernel : public runtime::Kernel {
  public:
   explicit ArgReduceKernel(const KernelInit& init)
       : axis_(init.node.attr_int("axis", 0)),
@@ -182,7 +182,7 @@ class ArgReduceKernel : public backends::Kernel {
 };
 
 template <bool kLog>
-class SoftmaxKernel : public backends::Kernel {
+class SoftmaxKernel : public runtime::Kernel {
  public:
   explicit SoftmaxKernel(const KernelInit& init) : axis_(init.node.attr_int("axis", -1)) {}
 
@@ -202,7 +202,7 @@ class SoftmaxKernel : public backends::Kernel {
 };
 
 // The output is always sorted (as on the cpu), which also satisfies sorted = 0.
-class TopKKernel : public backends::Kernel {
+class TopKKernel : public runtime::Kernel {
  public:
   explicit TopKKernel(const KernelInit& init)
       : axis_(init.node.attr_int("axis", -1)), largest_(init.node.attr_int("largest", 1) != 0) {}
@@ -237,7 +237,7 @@ class TopKKernel : public backends::Kernel {
   bool largest_;
 };
 
-class CumSumKernel : public backends::Kernel {
+class CumSumKernel : public runtime::Kernel {
  public:
   explicit CumSumKernel(const KernelInit& init)
       : exclusive_(init.node.attr_int("exclusive", 0) != 0),
@@ -266,29 +266,29 @@ class CumSumKernel : public backends::Kernel {
 };
 
 template <ReduceOp kOp>
-void add_reduce(backends::KernelRegistry& r, ops::OpKind op, const std::vector<DType>& dtypes) {
+void add_reduce(runtime::KernelRegistry& r, ops::OpKind op, const std::vector<DType>& dtypes) {
   KernelDef def;
   def.op = op;
   def.dtypes = dtypes;
   def.check = rank_fits;
-  def.create = backends::make_factory<ReduceKernel<kOp>>();
+  def.create = runtime::make_factory<ReduceKernel<kOp>>();
   def.host_inputs = {1};
   r.add(std::move(def));
 }
 
 template <typename K>
-void add_with_host_input(backends::KernelRegistry& r, ops::OpKind op) {
+void add_with_host_input(runtime::KernelRegistry& r, ops::OpKind op) {
   KernelDef def;
   def.op = op;
   def.dtypes = kNumbers;
-  def.create = backends::make_factory<K>();
+  def.create = runtime::make_factory<K>();
   def.host_inputs = {1};
   r.add(std::move(def));
 }
 
 }  // namespace
 
-void register_reduce_kernels(backends::KernelRegistry& r) {
+void register_reduce_kernels(runtime::KernelRegistry& r) {
   using ops::OpKind;
   add_reduce<ReduceOp::Sum>(r, OpKind::ReduceSum, kNumbers);
   add_reduce<ReduceOp::Mean>(r, OpKind::ReduceMean, kNumbers);

@@ -33,7 +33,7 @@ Support check_resize(const ir::Node& node) {
   return rank_fits(node, 0);
 }
 
-class ResizeKernel final : public backends::Kernel {
+class ResizeKernel final : public runtime::Kernel {
  public:
   explicit ResizeKernel(const KernelInit& init) : attrs_(ops::resize_attributes(init.node)) {
     // data::ResizeParams numbers modes, transforms and roundings as ops:: does.
@@ -108,7 +108,7 @@ class ResizeKernel final : public backends::Kernel {
 
 }  // namespace
 
-void register_resize_kernels(backends::KernelRegistry& r) {
+void register_resize_kernels(runtime::KernelRegistry& r) {
   using ops::OpKind;
   const std::vector<DType> plain = plain_dtypes();
   r.add(def<ResizeKernel>(OpKind::Resize, plain, {1, 2, 3}, check_resize));

@@ -10,11 +10,12 @@
 #include <unordered_map>
 #include <vector>
 
-#include "backends/kernel.h"
+#include "runtime/kernel.h"
 
-namespace switchyard::backends {
+namespace switchyard::runtime {
 
 class Profiler;
+class Stream;
 
 /// Per-run state shared by every kernel of one run() call.
 struct RunState {
@@ -24,9 +25,9 @@ struct RunState {
   Profiler* profiler = nullptr;
   /// The device running the current partition (for the profile).
   std::string device = "cpu";
-  /// Device-specific state of the running partition (the CUDA backend's stream and library
-  /// handles); nullptr on the cpu.
-  void* device_context = nullptr;
+  /// The stream the running partition's kernels enqueue on (runtime/device.h; the CUDA
+  /// backend's stream and library handles); nullptr on the cpu and sim devices.
+  Stream* stream = nullptr;
   /// When the run must stop (RunOptions): its deadline (time_point::max() = none), the
   /// deadline as the caller gave it (for messages), and a flag another thread may set.
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
@@ -90,9 +91,9 @@ class GraphProgram {
   size_t num_slots_ = 0;
 };
 
-}  // namespace switchyard::backends
+}  // namespace switchyard::runtime
 
-namespace switchyard::backends {
+namespace switchyard::runtime {
 /// Runs `kernel` for `node`: an Error that does not name the node gets its name prefixed;
 /// bad_alloc becomes OutOfMemory and length_error InvalidArgument, both naming the node.
 void run_kernel(const Kernel& kernel, const ir::Node& node, KernelContext& ctx);
@@ -100,4 +101,4 @@ void run_kernel(const Kernel& kernel, const ir::Node& node, KernelContext& ctx);
 /// `memory_limit` (bytes, 0 = none) caps what the evaluation may allocate (OutOfMemory past it).
 std::vector<ir::Datum> evaluate_node(const KernelRegistry& registry, const ir::Node& node,
                                      const std::vector<ir::Datum>& inputs, size_t memory_limit = 0);
-}  // namespace switchyard::backends
+}  // namespace switchyard::runtime

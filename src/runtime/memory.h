@@ -13,7 +13,7 @@ namespace switchyard {
 class Tensor;
 }
 
-namespace switchyard::backends {
+namespace switchyard::runtime {
 
 /// Memory space of plain host memory (the cpu). Other devices' pools use their own ids.
 constexpr int kHostMemorySpace = 0;
@@ -95,4 +95,4 @@ struct PoolDeleter {
 /// memory and for tensors not allocated from a pool).
 int memory_space_of(const Tensor& tensor);
 
-}  // namespace switchyard::backends
+}  // namespace switchyard::runtime

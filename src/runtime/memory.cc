@@ -1,4 +1,4 @@
-#include "backends/memory.h"
+#include "runtime/memory.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -6,7 +6,7 @@
 #include "ir/check.h"
 #include "ir/tensor.h"
 
-namespace switchyard::backends {
+namespace switchyard::runtime {
 
 namespace {
 constexpr size_t kAlign = 64;
@@ -137,4 +137,4 @@ size_t HostPool::cached_bytes() const {
   return cached_;
 }
 
-}  // namespace switchyard::backends
+}  // namespace switchyard::runtime

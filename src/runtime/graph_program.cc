@@ -1,13 +1,13 @@
-#include "backends/executor.h"
+#include "runtime/graph_program.h"
 
 #include <functional>
 #include <new>
 #include <stdexcept>
 #include <unordered_set>
 
-#include "backends/profiler.h"
+#include "runtime/profiler.h"
 
-namespace switchyard::backends {
+namespace switchyard::runtime {
 
 void RunState::check_stop_slow(const ir::Node& where) const {
   if (cancel_flag && cancel_flag->load(std::memory_order_relaxed))
@@ -191,9 +191,9 @@ std::vector<ir::Datum> GraphProgram::run(std::vector<ir::Datum> inputs, RunState
   return results;
 }
 
-}  // namespace switchyard::backends
+}  // namespace switchyard::runtime
 
-namespace switchyard::backends {
+namespace switchyard::runtime {
 
 std::vector<ir::Datum> evaluate_node(const KernelRegistry& registry, const ir::Node& node,
                                      const std::vector<ir::Datum>& inputs, size_t memory_limit) {
@@ -212,4 +212,4 @@ std::vector<ir::Datum> evaluate_node(const KernelRegistry& registry, const ir::N
   return out;
 }
 
-}  // namespace switchyard::backends
+}  // namespace switchyard::runtime

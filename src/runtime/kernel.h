@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "backends/memory.h"
 #include "ir/check.h"
 #include "ir/graph.h"
 #include "ops/op_kind.h"
+#include "runtime/memory.h"
 
-namespace switchyard::backends {
+namespace switchyard::runtime {
 
 /// Whether a backend can run a node; `reason` is user-facing when !ok.
 struct Support {
@@ -137,4 +137,4 @@ class KernelRegistry {
       std::vector<std::vector<KernelDef>>(ops::kNumOpKinds);
 };
 
-}  // namespace switchyard::backends
+}  // namespace switchyard::runtime

@@ -9,7 +9,7 @@
 
 #include "switchyard/profile.hpp"
 
-namespace switchyard::backends {
+namespace switchyard::runtime {
 
 using switchyard::ProfileEvent;
 
@@ -36,4 +36,4 @@ class Profiler {
   std::vector<ProfileEvent> events_;
 };
 
-}  // namespace switchyard::backends
+}  // namespace switchyard::runtime

@@ -1,8 +1,8 @@
-#include "backends/kernel.h"
+#include "runtime/kernel.h"
 
-#include "backends/executor.h"
+#include "runtime/graph_program.h"
 
-namespace switchyard::backends {
+namespace switchyard::runtime {
 
 const ir::Datum& KernelContext::input_datum(size_t i) const {
   if (i >= inputs_.size() || !inputs_[i]) fail("input {} is required but missing", i);
@@ -102,4 +102,4 @@ std::vector<ops::OpKind> KernelRegistry::ops() const {
   return out;
 }
 
-}  // namespace switchyard::backends
+}  // namespace switchyard::runtime
