@@ -2,10 +2,16 @@
 // public API. The only file that names concrete backends.
 #include "switchyard/switchyard.hpp"
 
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/sim/sim_backend.h"
 #include "compiler/compiler.h"
+#include "compiler/executable_file.h"
 #include "ir/check.h"
 #include "onnx/import.h"
 #include "placement/report.h"
@@ -136,13 +142,155 @@ Executable Model::compile(const Options& options) && {
   return translate_std_exceptions("compiling the model", [&] { return compile_graph(options); });
 }
 
-Executable Model::compile_graph(const Options& options) {
+namespace {
+
+// The public Options as saved executables record them (docs/executable-format.md).
+nlohmann::json options_json(const Options& o) {
+  return {{"num_threads", o.num_threads},
+          {"shape_cache_capacity", o.shape_cache_capacity},
+          {"optimize", o.optimize},
+          {"compute_units", o.compute_units},
+          {"device", o.device},
+          {"pins", o.pins},
+          {"fallback", o.fallback},
+          {"min_partition_nodes", o.min_partition_nodes},
+          {"memory_limits", o.memory_limits},
+          {"split", o.split},
+          {"sim_devices", o.sim_devices},
+          {"sim_config", o.sim_config},
+          {"precision", o.precision},
+          {"cuda_graphs", o.cuda_graphs},
+          {"fusion", o.fusion}};
+}
+
+Options options_from_json(const std::string& text, const std::string& path) {
+  Options o;
+  try {
+    nlohmann::json j = nlohmann::json::parse(text);
+    o.num_threads = j.at("num_threads").get<int>();
+    o.shape_cache_capacity = j.at("shape_cache_capacity").get<size_t>();
+    o.optimize = j.at("optimize").get<bool>();
+    o.compute_units = j.at("compute_units").get<std::string>();
+    o.device = j.at("device").get<std::string>();
+    o.pins = j.at("pins").get<std::vector<std::string>>();
+    o.fallback = j.at("fallback").get<std::string>();
+    o.min_partition_nodes = j.at("min_partition_nodes").get<int>();
+    o.memory_limits = j.at("memory_limits").get<std::vector<std::string>>();
+    o.split = j.at("split").get<std::string>();
+    o.sim_devices = j.at("sim_devices").get<int>();
+    o.sim_config = j.at("sim_config").get<std::string>();
+    o.precision = j.at("precision").get<std::string>();
+    o.cuda_graphs = j.at("cuda_graphs").get<bool>();
+    o.fusion = j.at("fusion").get<bool>();
+  } catch (const nlohmann::json::exception& e) {
+    SY_THROW(InvalidModel, "executable '{}': the saved options do not read: {}", path, e.what());
+  }
+  return o;
+}
+
+compiler::CompileOptions compile_options(const Options& options) {
   compiler::CompileOptions co;
   co.num_threads = options.num_threads;
   co.shape_cache_capacity = options.shape_cache_capacity;
   co.optimize = options.optimize;
   co.policy = make_policy(options);
   co.backend = compiler::backend_options(options.precision, options.fusion, options.cuda_graphs);
+  co.user_options = options_json(options).dump();
+  return co;
+}
+
+// Load: placement and precision are fixed when the file is compiled; an option given to load
+// that would change them is refused rather than ignored.
+void check_load_options(const Options& given, const Options& saved, const std::string& path) {
+  const Options defaults;
+  auto check = [&](bool is_default, bool same, const char* option) {
+    SY_CHECK(is_default || same, InvalidArgument,
+             "executable '{}': {} was fixed when it was compiled and cannot change at load; "
+             "compile the model again with the new value",
+             path, option);
+  };
+  check(given.compute_units == defaults.compute_units, given.compute_units == saved.compute_units,
+        "--compute-units");
+  check(given.device.empty(), given.device == saved.device, "--device");
+  check(given.pins.empty(), given.pins == saved.pins, "--pin");
+  check(given.fallback == defaults.fallback, given.fallback == saved.fallback, "--fallback");
+  check(given.min_partition_nodes == defaults.min_partition_nodes,
+        given.min_partition_nodes == saved.min_partition_nodes, "--min-partition-nodes");
+  check(given.split == defaults.split, given.split == saved.split, "--split");
+  check(given.precision == defaults.precision, given.precision == saved.precision, "--precision");
+  check(given.cuda_graphs == defaults.cuda_graphs, given.cuda_graphs == saved.cuda_graphs,
+        "--no-cuda-graphs");
+  check(given.fusion == defaults.fusion, given.fusion == saved.fusion, "--no-fusion");
+  check(given.optimize == defaults.optimize, given.optimize == saved.optimize, "optimize");
+}
+
+// The saved options with what names a device that is not present dropped (the preferred
+// devices of --device and the pins onto them), for placing again on the devices present.
+Options relower_options(Options o, const std::vector<std::string>& present) {
+  auto here = [&](const std::string& id) {
+    return std::find(present.begin(), present.end(), id) != present.end();
+  };
+  std::vector<std::string> kept;
+  for (const std::string& d : placement::parse_device_list(o.device.empty() ? "cpu" : o.device))
+    if (here(d)) kept.push_back(d);
+  o.device = o.device.empty() ? "" : fmt::format("{}", fmt::join(kept, ","));
+  std::vector<std::string> pins;
+  for (const std::string& pin : o.pins)
+    if (here(placement::parse_pin(pin).device)) pins.push_back(pin);
+  o.pins = pins;
+  return o;
+}
+
+}  // namespace
+
+bool is_executable_file(const std::string& path) { return compiler::is_executable_file(path); }
+
+void Executable::save(const std::string& path) const {
+  translate_std_exceptions(fmt::format("saving the executable '{}'", path), [&] {
+    compiler::write_executable(path, *impl_, impl_->options().user_options);
+    return 0;
+  });
+}
+
+Executable Executable::load(const std::string& path, const Options& options) {
+  return translate_std_exceptions(fmt::format("loading the executable '{}'", path), [&] {
+    compiler::SavedExecutable saved = compiler::read_executable(path);
+    Options saved_options = options_from_json(saved.options, path);
+    check_load_options(options, saved_options, path);
+    // What belongs to this process: threads, the cache, memory limits, the declared
+    // simulated devices (the file's when none are declared here).
+    Options here = saved_options;
+    here.num_threads = options.num_threads;
+    here.shape_cache_capacity = options.shape_cache_capacity;
+    here.memory_limits = options.memory_limits;
+    if (options.sim_devices != 0 || !options.sim_config.empty()) {
+      here.sim_devices = options.sim_devices;
+      here.sim_config = options.sim_config;
+    }
+    auto devices = make_devices(here);
+    compiler::CompileOptions co = compile_options(here);
+    co.user_options = options_json(here).dump();
+    std::vector<std::string> missing = compiler::missing_devices(saved, devices);
+    Executable exe;
+    if (missing.empty() || !options.allow_relower) {
+      exe.impl_ = compiler::instantiate(std::move(saved), std::move(devices), co);
+      return exe;
+    }
+    std::vector<std::string> present;
+    for (const auto& d : devices) present.push_back(d->device().id);
+    Options again = relower_options(here, present);
+    co = compile_options(again);
+    co.optimize = false;  // the saved graph is the optimized one
+    co.report_notes.push_back(fmt::format(
+        "relowered at load: compiled for {}, which {} not present; placed again on {}",
+        fmt::join(missing, ", "), missing.size() == 1 ? "is" : "are", fmt::join(present, ", ")));
+    exe.impl_ = compiler::compile(std::move(saved.graph), std::move(devices), co);
+    return exe;
+  });
+}
+
+Executable Model::compile_graph(const Options& options) {
+  compiler::CompileOptions co = compile_options(options);
   auto devices = make_devices(options);
   std::unique_ptr<ir::Graph> graph(graph_.release());
   Executable exe;

@@ -19,6 +19,7 @@ enum class ErrorCode {
   DeviceLost,       ///< a device reported a sticky fault
   Internal,         ///< an invariant of ours was broken: a bug
   Cancelled,        ///< a run was cancelled or passed its deadline (RunOptions)
+  DeviceMismatch,   ///< a saved executable's devices are not all present (Options.allow_relower)
 };
 
 /// Returns the code's name, e.g. "InvalidModel".

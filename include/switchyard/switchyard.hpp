@@ -70,7 +70,14 @@ struct Options {
   /// residual and activation; GELU patterns; CUDA elementwise chains). Off: every node runs
   /// its own kernel (for comparing numerics or measuring what fusion buys).
   bool fusion = true;
+  /// Executable::load: when a device the file was compiled for is missing, place the saved
+  /// graph again on the devices present (the report says so) instead of failing with
+  /// DeviceMismatch.
+  bool allow_relower = false;
 };
+
+/// Whether `path` holds a saved executable (Executable::save), judged by its first bytes.
+SWITCHYARD_API bool is_executable_file(const std::string& path);
 
 /// A backend and whether it can be used: the built-in ones (cpu, sim) and the plugins (cuda).
 struct BackendStatus {
@@ -199,6 +206,18 @@ class SWITCHYARD_API Executable {
   std::string placement_summary() const;
   /// The placement report as text, "json", "dot" or "html" (docs/placement.md).
   std::string explain(const std::string& format = "text") const;
+  /// Writes the executable to `path` (docs/executable-format.md): the optimized, placed graph,
+  /// its options, devices and report, and the weights. Atomic: a reader sees the old file or
+  /// the whole new one. Throws InvalidArgument naming the file when it cannot be written.
+  void save(const std::string& path) const;
+  /// Loads a saved executable without compiling it again: the partitions are compiled as they
+  /// were placed. `options` gives what belongs to this process — threads, the shape cache,
+  /// memory limits, declared simulated devices (when none are declared, the file's), and
+  /// allow_relower; its placement and precision fields must be left as they are or match the
+  /// file's (they are fixed at compile time). Throws InvalidModel for a truncated, corrupted
+  /// or foreign file, Unsupported for another format version, DeviceMismatch when a device
+  /// it was compiled for is missing (unless allow_relower), each naming the file.
+  static Executable load(const std::string& path, const Options& options = {});
   /// The internal executable (for tools and tests inside the project).
   const compiler::CompiledModel& internal() const { return *impl_; }
 

@@ -125,10 +125,12 @@ void optimize_graph(ir::Graph& graph, const runtime::KernelRegistry& kernels) {
 }
 
 CompiledModel::CompiledModel(std::shared_ptr<const runtime::Executable> executable,
-                             placement::PlacementReport report, CompileOptions options)
+                             placement::PlacementReport report, CompileOptions options,
+                             PlacementRecord record)
     : executable_(std::move(executable)),
       report_(std::move(report)),
-      options_(std::move(options)) {}
+      options_(std::move(options)),
+      record_(std::move(record)) {}
 
 std::shared_ptr<const CompiledModel> compile(
     std::unique_ptr<ir::Graph> graph, std::vector<std::shared_ptr<const backends::Backend>> devices,
@@ -146,6 +148,45 @@ std::shared_ptr<const CompiledModel> compile(
   for (const auto& d : devices) raw.push_back(d.get());
   placement::Placement pl = placement::place(*graph, raw, options.policy, options.backend);
   pl.report.model = graph->name();
+  return lower_placed(std::move(graph), std::move(devices), std::move(pl), options);
+}
+
+namespace {
+
+PlacementRecord record_of(const ir::Graph& graph, const placement::Placement& pl,
+                          const std::vector<std::shared_ptr<const backends::Backend>>& devices) {
+  PlacementRecord r;
+  for (const auto& d : devices) r.devices.push_back(d->device());
+  r.node_device = pl.node_device;
+  std::map<const ir::Node*, int> index;
+  for (size_t i = 0; i < graph.nodes().size(); ++i)
+    index.emplace(graph.nodes()[i].get(), static_cast<int>(i));
+  for (size_t p = 0; p < pl.partitions.size(); ++p) {
+    const backends::Partition& part = pl.partitions[p];
+    PlacementRecord::Partition rp;
+    rp.device = pl.partition_device[p];
+    for (const ir::Node* n : part.nodes) rp.nodes.push_back(index.at(n));
+    for (const ir::Value* v : part.inputs) rp.inputs.push_back(v->name());
+    for (const ir::Value* v : part.outputs) rp.outputs.push_back(v->name());
+    rp.input_on_host = part.input_on_host;
+    r.partitions.push_back(std::move(rp));
+  }
+  for (const auto& c : pl.copies)
+    r.copies.push_back({c.value->name(), c.from_device, c.to_device, c.before_partition});
+  for (const auto& c : pl.shape_transfers)
+    r.shape_transfers.push_back({c.value->name(), c.from_device, c.to_device, c.before_partition});
+  return r;
+}
+
+}  // namespace
+
+std::shared_ptr<const CompiledModel> lower_placed(
+    std::unique_ptr<ir::Graph> graph, std::vector<std::shared_ptr<const backends::Backend>> devices,
+    placement::Placement pl, const CompileOptions& options) {
+  std::vector<const backends::Backend*> raw;
+  for (const auto& d : devices) raw.push_back(d.get());
+  PlacementRecord record = record_of(*graph, pl, devices);
+  for (const std::string& note : options.report_notes) pl.report.notes.push_back(note);
   for (backends::Partition& p : pl.partitions) p.host_kernels = raw[0]->host_kernels();
   std::vector<std::unique_ptr<runtime::CompiledPartition>> parts;
   for (size_t p = 0; p < pl.partitions.size(); ++p)
@@ -161,7 +202,8 @@ std::shared_ptr<const CompiledModel> compile(
   std::vector<std::shared_ptr<const runtime::Device>> run_devices(devices.begin(), devices.end());
   auto exe = std::make_shared<const runtime::Executable>(std::move(graph), std::move(run_devices),
                                                          std::move(plan), ro);
-  return std::make_shared<const CompiledModel>(std::move(exe), std::move(pl.report), options);
+  return std::make_shared<const CompiledModel>(std::move(exe), std::move(pl.report), options,
+                                               std::move(record));
 }
 
 }  // namespace switchyard::compiler

@@ -31,13 +31,39 @@ struct CompileOptions {
   /// What every device's compile of its partitions is asked for (precision, fusion, device
   /// graphs); placement's estimates assume it too.
   backends::CompileOptions backend;
+  /// The public Options this compile came from, as JSON text (recorded by the top, written into
+  /// saved executables; the compiler does not read it).
+  std::string user_options = "{}";
+  /// Lines the placement report carries about this compile (a relowered load says so).
+  std::vector<std::string> report_notes;
+};
+
+/// The placement a compile made, in the terms a saved executable keeps: device ids, node
+/// indices (top-level nodes in graph order) and value names. Loading rebuilds the partitions
+/// from it instead of placing again.
+struct PlacementRecord {
+  struct Partition {
+    int device = 0;          ///< index into `devices`
+    std::vector<int> nodes;  ///< in execution order
+    std::vector<std::string> inputs, outputs;
+    std::vector<char> input_on_host;
+  };
+  struct Copy {
+    std::string value;
+    int from_device = 0, to_device = 0;
+    int before_partition = -1;  ///< -1: after the last partition
+  };
+  std::vector<runtime::DeviceInfo> devices;  ///< the devices compiled for, [0] the cpu
+  std::vector<int> node_device;              ///< per top-level node
+  std::vector<Partition> partitions;
+  std::vector<Copy> copies, shape_transfers;
 };
 
 /// A compiled model: the executable the runtime runs and how it was placed.
 class CompiledModel {
  public:
   CompiledModel(std::shared_ptr<const runtime::Executable> executable,
-                placement::PlacementReport report, CompileOptions options);
+                placement::PlacementReport report, CompileOptions options, PlacementRecord record);
 
   const runtime::Executable& executable() const { return *executable_; }
   const ir::Graph& graph() const { return executable_->graph(); }
@@ -45,6 +71,7 @@ class CompiledModel {
   const placement::PlacementReport& placement_report() const { return report_; }
   /// "sim:0: 29 of 31 nodes in 2 partitions; cpu: 2 nodes — ...".
   std::string placement_summary() const { return report_.summary(); }
+  const PlacementRecord& placement_record() const { return record_; }
 
   /// runtime::Executable::run (thread-safe).
   std::vector<ir::Datum> run(std::vector<ir::Datum> inputs, runtime::RunStats* stats = nullptr,
@@ -64,6 +91,7 @@ class CompiledModel {
   std::shared_ptr<const runtime::Executable> executable_;
   placement::PlacementReport report_;
   CompileOptions options_;
+  PlacementRecord record_;
 };
 
 /// Infers types, verifies, optimizes, places every node on one of `devices` (devices[0] must
@@ -73,6 +101,13 @@ class CompiledModel {
 std::shared_ptr<const CompiledModel> compile(
     std::unique_ptr<ir::Graph> graph, std::vector<std::shared_ptr<const backends::Backend>> devices,
     const CompileOptions& options = {});
+
+/// Compiles `graph` (types inferred, already optimized) as `placement` placed it: each partition
+/// on its device under options.backend, then the runtime's program. `devices` are the ones the
+/// placement indexes; `report` is the placement's report (fusions and precision are added).
+std::shared_ptr<const CompiledModel> lower_placed(
+    std::unique_ptr<ir::Graph> graph, std::vector<std::shared_ptr<const backends::Backend>> devices,
+    placement::Placement placement, const CompileOptions& options);
 
 /// The public Options' lowering fields, validated: throws InvalidArgument naming --precision for
 /// an unknown precision.

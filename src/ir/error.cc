@@ -20,6 +20,8 @@ std::string_view error_code_name(ErrorCode code) {
       return "Internal";
     case ErrorCode::Cancelled:
       return "Cancelled";
+    case ErrorCode::DeviceMismatch:
+      return "DeviceMismatch";
   }
   return "Unknown";
 }

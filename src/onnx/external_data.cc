@@ -78,6 +78,33 @@ std::vector<std::string> split_location(const std::string& location, const std::
 
 }  // namespace
 
+ExternalRef parse_external_ref(const onnx::TensorProto& tensor, size_t expected_bytes,
+                               const std::string& context) {
+  ExternalRef ref;
+  std::optional<std::string> offset_text, length_text;
+  for (const auto& entry : tensor.external_data()) {
+    if (entry.key() == "location") ref.location = entry.value();
+    if (entry.key() == "offset") offset_text = entry.value();
+    if (entry.key() == "length") length_text = entry.value();
+  }
+  SY_CHECK(!ref.location.empty(), InvalidModel, "{}: external data has no 'location'", context);
+  if (offset_text) {
+    auto v = parse_decimal(*offset_text);
+    SY_CHECK(v.has_value(), InvalidModel,
+             "{}: external data '{}': offset '{}' is not a non-negative integer", context,
+             ref.location, *offset_text);
+    ref.offset = *v;
+  }
+  ref.length = expected_bytes;
+  if (length_text) {
+    auto v = parse_decimal(*length_text);
+    SY_CHECK(v.has_value() && *v == expected_bytes, InvalidModel,
+             "{}: external data '{}': length '{}' is not the tensor's {} bytes", context,
+             ref.location, *length_text, expected_bytes);
+  }
+  return ref;
+}
+
 ExternalRegion::ExternalRegion(const onnx::TensorProto& tensor, const std::string& base_dir,
                                size_t expected_bytes, const std::string& context)
     : bytes_(expected_bytes), context_(context) {

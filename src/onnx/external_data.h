@@ -10,6 +10,17 @@
 
 namespace switchyard::onnx_import::detail {
 
+/// A tensor's external data reference, parsed: `location`, and `offset` / `length` as
+/// non-negative integers (offset 0 when absent; length, when present, must equal
+/// `expected_bytes`). Throws InvalidModel with `context`.
+struct ExternalRef {
+  std::string location;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+};
+ExternalRef parse_external_ref(const onnx::TensorProto& tensor, size_t expected_bytes,
+                               const std::string& context);
+
 /// An opened, validated region of an external data file. Construction checks everything that
 /// can be checked without reading: the location stays inside `base_dir` (no absolute path, no
 /// `..` escape, no symlink in any component below `base_dir`), the file is a regular file, and

@@ -39,7 +39,8 @@ class Importer {
   Importer(const onnx::ModelProto& model, std::string base_dir, const ImportOptions& options)
       : model_(model),
         base_dir_(std::move(base_dir)),
-        max_depth_(std::clamp(options.max_subgraph_depth, 0, kHardestSubgraphDepth)) {}
+        max_depth_(std::clamp(options.max_subgraph_depth, 0, kHardestSubgraphDepth)),
+        external_(options.external_data) {}
 
   /// Builds the main graph (and, recursively, every subgraph) from its GraphProto. Tensor
   /// bytes are released from `proto` once copied, so a model is not held twice in memory.
@@ -67,6 +68,7 @@ class Importer {
   const onnx::ModelProto& model_;
   std::string base_dir_;
   int max_depth_;
+  ExternalDataResolver external_;  // empty: external data from files below base_dir_
   detail::NodeNames names_;
 };
 
@@ -121,7 +123,7 @@ void Importer::add_initializers(onnx::GraphProto& proto, ir::Graph& graph,
   for (auto& init : *proto.mutable_initializer()) {
     std::string label = fmt::format("initializer '{}'{}", init.name(), where(graph));
     SY_CHECK(!init.name().empty(), InvalidModel, "an initializer{} has no name", where(graph));
-    ir::Tensor data = detail::tensor_from_proto(init, base_dir_, label);
+    ir::Tensor data = detail::tensor_from_proto(init, base_dir_, label, &external_);
     release_bytes(init);
     with_context(label, [&] { return graph.add_constant(init.name(), std::move(data)); });
     names.insert(init.name());
@@ -248,7 +250,7 @@ ir::Attribute Importer::convert_attribute(onnx::AttributeProto& proto, const ir:
       a.s = proto.s();
       break;
     case K::Tensor:
-      a.t = detail::tensor_from_proto(proto.t(), base_dir_, label);
+      a.t = detail::tensor_from_proto(proto.t(), base_dir_, label, &external_);
       release_bytes(*proto.mutable_t());
       break;
     case K::Graph:
@@ -268,8 +270,8 @@ ir::Attribute Importer::convert_attribute(onnx::AttributeProto& proto, const ir:
       break;
     case K::Tensors:
       for (int i = 0; i < proto.tensors_size(); ++i) {
-        a.tensors.push_back(detail::tensor_from_proto(proto.tensors(i), base_dir_,
-                                                      fmt::format("{} tensor {}", label, i)));
+        a.tensors.push_back(detail::tensor_from_proto(
+            proto.tensors(i), base_dir_, fmt::format("{} tensor {}", label, i), &external_));
       }
       break;
     case K::Graphs:

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -21,10 +22,25 @@ namespace switchyard::onnx_import {
 inline constexpr int64_t kLatestOpset = 21;
 
 /// Limits applied while importing untrusted files.
+/// Where the bytes of one external tensor are (ImportOptions::external_data).
+struct ExternalBytes {
+  std::shared_ptr<void> owner;  ///< keeps `data` alive
+  void* data = nullptr;
+};
+
+/// Resolves external tensor data by the model's `location`, `offset` and `length` (parsed and
+/// non-negative; `length` is the tensor's byte size). Returns where the bytes are, or throws
+/// InvalidModel saying why they are not there (the caller prefixes the tensor's name).
+using ExternalDataResolver =
+    std::function<ExternalBytes(const std::string& location, uint64_t offset, uint64_t length)>;
+
 struct ImportOptions {
   /// Deepest allowed nesting of subgraphs (If/Loop/Scan bodies); the main graph is depth 0.
   /// Values above 1000 count as 1000, which bounds the parser's recursion.
   int max_subgraph_depth = 64;
+  /// Set: external tensor data comes from here (a saved executable's weights, mapped from its
+  /// file) instead of files beside the model, and the tensors wrap those bytes without a copy.
+  ExternalDataResolver external_data;
 };
 
 /// What the model file says about itself.

@@ -14,6 +14,7 @@
 #include "ir/dtype.h"
 #include "ir/tensor.h"
 #include "ir/type.h"
+#include "onnx/import.h"
 
 namespace switchyard::onnx_import::detail {
 
@@ -25,8 +26,10 @@ ir::DType dtype_from_proto(int32_t data_type, const std::string& context);
 /// fields and external data are all checked, overflow-safe, before anything is allocated.
 /// External data is read below `base_dir` ("" refuses it). Errors start with `context`
 /// (e.g. "initializer 'w'").
+/// With `external` set, external data comes from it instead of files below `base_dir`.
 ir::Tensor tensor_from_proto(const onnx::TensorProto& tensor, const std::string& base_dir,
-                             const std::string& context);
+                             const std::string& context,
+                             const ExternalDataResolver* external = nullptr);
 
 /// Converts a TypeProto (tensor, sequence, optional; unset = Unknown). Map and sparse types
 /// throw Unsupported prefixed by `context`.

@@ -149,7 +149,7 @@ ir::DType dtype_from_proto(int32_t data_type, const std::string& context) {
 }
 
 ir::Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& base_dir,
-                             const std::string& context) {
+                             const std::string& context, const ExternalDataResolver* external) {
   SY_CHECK(!t.has_segment(), Unsupported, "{}: segmented tensors are not supported", context);
   SY_CHECK(t.data_type() != 0, InvalidModel, "{}: data_type is not set", context);
   ir::DType dtype = dtype_from_proto(t.data_type(), context);
@@ -167,6 +167,14 @@ ir::Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& base
     SY_CHECK(dtype != ir::DType::String, InvalidModel,
              "{}: string tensors cannot use external data", context);
     size_t nbytes = with_context(context, [&] { return ir::checked_nbytes(dtype, numel); });
+    if (external && *external) {
+      ExternalRef ref = parse_external_ref(t, nbytes, context);
+      ExternalBytes bytes =
+          with_context(context, [&] { return (*external)(ref.location, ref.offset, ref.length); });
+      SY_CHECK(bytes.data != nullptr || nbytes == 0, InvalidModel,
+               "{}: external data '{}' has no bytes", context, ref.location);
+      return ir::Tensor::wrap(dtype, std::move(dims), std::move(bytes.owner), bytes.data);
+    }
     ExternalRegion region(t, base_dir, nbytes, context);
     ir::Tensor out(dtype, std::move(dims));
     region.read_into(out.raw());

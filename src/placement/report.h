@@ -82,6 +82,8 @@ struct PlacementReport {
   std::vector<CopyInfo> copies;
   std::vector<EdgeInfo> edges;
   std::vector<FusionInfo> fusions;
+  /// Lines about the compile itself ("relowered at load: ...").
+  std::vector<std::string> notes;
 
   /// "sim:0: 29 of 31 nodes in 2 partitions; cpu: 2 nodes — NonMaxSuppression: not supported
   /// on sim:0". Devices in order of first use; the reasons of unsupported fallbacks grouped by op.

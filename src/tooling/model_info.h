@@ -30,9 +30,13 @@ struct ModelSummary {
   /// Inputs and outputs as "name: type" ("input: float32[batch,3,224,224]").
   std::vector<std::string> inputs, outputs;
   GraphStats stats;
+  /// A saved executable's own lines (format, the build that wrote it, the devices it was
+  /// compiled for, its placement); empty for an ONNX model.
+  std::vector<std::string> executable;
 };
 
-/// Imports the ONNX file at `path` and summarizes it; throws what the import throws.
+/// Imports the ONNX file at `path` (or reads the saved executable there) and summarizes it;
+/// throws what the import or the executable reader throws.
 ModelSummary summarize_model(const std::string& path);
 
 }  // namespace switchyard::tooling

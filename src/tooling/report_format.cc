@@ -135,6 +135,7 @@ Json report_json(const PlacementReport& report) {
   doc["devices"] = report.devices;
   doc["policy"] = report.policy;
   doc["summary"] = report.summary();
+  doc["notes"] = report.notes;
   Json nodes = Json::array();
   for (const NodeDecision& node : report.nodes) {
     Json entry;
@@ -438,6 +439,7 @@ std::string format_text(const PlacementReport& report) {
   if (!report.devices.empty()) meta.push_back("devices: " + join(report.devices, ", "));
   if (!report.policy.empty()) meta.push_back("policy: " + report.policy);
   if (!meta.empty()) out += join(meta, "  ") + "\n";
+  for (const std::string& note : report.notes) out += "note: " + note + "\n";
 
   // The precision column appears when some device reports one (GPUs under --precision).
   bool precisions = false;

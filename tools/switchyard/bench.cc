@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -137,10 +138,18 @@ int bench_command(const BenchArgs& args) {
   Options options = args.options;
   options.num_threads = args.threads;
 
+  // A saved executable is loaded (load_ms, compile_ms 0); a model is imported and compiled.
+  const bool saved = is_executable_file(args.model);
   auto load_start = Clock::now();
-  Model model = Model::load(args.model);
+  std::optional<Executable> loaded;
+  std::optional<Model> model;
+  if (saved) {
+    loaded = Executable::load(args.model, options);
+  } else {
+    model = Model::load(args.model);
+  }
   auto compile_start = Clock::now();
-  Executable exe = std::move(model).compile(options);
+  Executable exe = saved ? *loaded : std::move(*model).compile(options);
   auto compile_end = Clock::now();
   std::vector<Datum> inputs = resolve_input_options(args.inputs, exe).values;
 
@@ -245,7 +254,7 @@ int bench_command(const BenchArgs& args) {
 void add_bench_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<BenchArgs>();
   auto* cmd = app.add_subcommand("bench", "Time a model: load, compile, latency and throughput");
-  cmd->add_option("model", args->model, "ONNX model file")->required();
+  cmd->add_option("model", args->model, "ONNX model or saved executable (.syx)")->required();
   add_inputs_file_option(cmd, args->inputs);
   add_input_shape_options(cmd, args->inputs);
   cmd->add_option("--warmup", args->warmup, "untimed runs after the first run (default 3)");

@@ -12,5 +12,7 @@ void add_bench_command(CLI::App& app, int& exit_code);
 void add_info_command(CLI::App& app, int& exit_code);
 void add_devices_command(CLI::App& app, int& exit_code);
 void add_explain_command(CLI::App& app, int& exit_code);
+/// Adds `compile`: compile a model and save the executable (.syx).
+void add_compile_command(CLI::App& app, int& exit_code);
 
 }  // namespace switchyard::tools

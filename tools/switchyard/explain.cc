@@ -22,12 +22,12 @@ struct ExplainArgs {
 void add_explain_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<ExplainArgs>();
   auto* cmd = app.add_subcommand("explain", "Show where every node runs and why");
-  cmd->add_option("model", args->model, "ONNX model file")->required();
+  cmd->add_option("model", args->model, "ONNX model or saved executable (.syx)")->required();
   cmd->add_option("--format", args->format, "text | json | dot | html");
   cmd->add_option("-o,--output", args->output, "write the report to this file");
   add_placement_options(cmd, args->options);
   cmd->callback([args, &exit_code] {
-    Executable exe = Model::load(args->model).compile(args->options);
+    Executable exe = open_model(args->model, args->options);
     std::string text = exe.explain(args->format);
     if (args->output.empty()) {
       fmt::print("{}", text);

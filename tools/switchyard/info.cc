@@ -10,11 +10,12 @@ namespace switchyard::tools {
 void add_info_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("info", "Show a model's inputs, outputs, opsets and ops");
   auto path = std::make_shared<std::string>();
-  cmd->add_option("model", *path, "ONNX model file")->required();
+  cmd->add_option("model", *path, "ONNX model or saved executable (.syx)")->required();
   cmd->callback([path, &exit_code] {
     tooling::ModelSummary m = tooling::summarize_model(*path);
     const tooling::GraphStats& stats = m.stats;
     fmt::print("model: {}\n", *path);
+    for (const std::string& line : m.executable) fmt::print("{}\n", line);
     fmt::print("ir_version: {}  producer: {}\n", m.ir_version,
                m.producer.empty() ? "?" : m.producer);
     std::string opsets;

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   switchyard::tools::add_bench_command(app, exit_code);
   switchyard::tools::add_info_command(app, exit_code);
   switchyard::tools::add_explain_command(app, exit_code);
+  switchyard::tools::add_compile_command(app, exit_code);
   switchyard::tools::add_devices_command(app, exit_code);
   try {
     app.parse(argc, argv);

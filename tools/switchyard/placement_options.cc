@@ -21,6 +21,13 @@ void add_placement_options(CLI::App* cmd, Options& o) {
                 "run every node as its own kernel (no fusion inside partitions)");
   cmd->add_option("--sim", o.sim_devices, "declare N simulated accelerators (sim:0..N-1)");
   cmd->add_option("--sim-config", o.sim_config, "JSON file declaring simulated accelerators");
+  cmd->add_flag("--relower", o.allow_relower,
+                "a saved .syx whose devices are missing here: place it again on these");
+}
+
+Executable open_model(const std::string& path, const Options& options) {
+  if (is_executable_file(path)) return Executable::load(path, options);
+  return Model::load(path).compile(options);
 }
 
 }  // namespace switchyard::tools

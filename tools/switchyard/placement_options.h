@@ -8,8 +8,13 @@
 namespace switchyard::tools {
 
 /// Adds --compute-units, --device, --pin, --fallback, --min-partition-nodes, --memory-limit,
-/// --split, --sim and --sim-config to `cmd`, writing into `options`. Values are checked when
-/// the model is compiled (errors name the option).
+/// --split, --precision, --no-cuda-graphs, --no-fusion, --sim, --sim-config and --relower to
+/// `cmd`, writing into `options`. Values are checked when the model is compiled (errors name
+/// the option).
 void add_placement_options(CLI::App* cmd, Options& options);
+
+/// A saved executable (.syx, by its first bytes) loaded under `options`, or an ONNX model
+/// compiled under them.
+Executable open_model(const std::string& path, const Options& options);
 
 }  // namespace switchyard::tools

@@ -42,7 +42,7 @@ int run_command(const RunArgs& args) {
   run_options.deadline_ms = args.deadline_ms;
   Options options = args.options;
   options.num_threads = args.threads;
-  Executable exe = Model::load(args.model).compile(options);
+  Executable exe = open_model(args.model, options);
   const std::vector<ValueInfo> input_info = exe.inputs(), output_info = exe.outputs();
 
   tooling::ResolvedInputs resolved = resolve_input_options(args.inputs, exe);
@@ -144,7 +144,7 @@ int run_command(const RunArgs& args) {
 void add_run_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<RunArgs>();
   auto* cmd = app.add_subcommand("run", "Run a model and summarize its outputs");
-  cmd->add_option("model", args->model, "ONNX model file")->required();
+  cmd->add_option("model", args->model, "ONNX model or saved executable (.syx)")->required();
   add_inputs_file_option(cmd, args->inputs);
   cmd->add_option("--outputs", args->outputs_path, "write outputs to this .npz");
   add_input_shape_options(cmd, args->inputs);
