@@ -225,7 +225,8 @@ void check_load_options(const Options& given, const Options& saved, const std::s
 }
 
 // The saved options with what names a device that is not present dropped (the preferred
-// devices of --device and the pins onto them), for placing again on the devices present.
+// devices of --device, the pins onto them, a pipeline left with one stage), for placing again
+// on the devices present.
 Options relower_options(Options o, const std::vector<std::string>& present) {
   auto here = [&](const std::string& id) {
     return std::find(present.begin(), present.end(), id) != present.end();
@@ -234,6 +235,7 @@ Options relower_options(Options o, const std::vector<std::string>& present) {
   for (const std::string& d : placement::parse_device_list(o.device.empty() ? "cpu" : o.device))
     if (here(d)) kept.push_back(d);
   o.device = o.device.empty() ? "" : fmt::format("{}", fmt::join(kept, ","));
+  if (kept.size() < 2) o.split = "none";  // a pipeline needs two stages
   std::vector<std::string> pins;
   for (const std::string& pin : o.pins)
     if (here(placement::parse_pin(pin).device)) pins.push_back(pin);
