@@ -5,12 +5,20 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
+#include <xxhash.h>
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/sim/sim_backend.h"
 #include "compiler/compiler.h"
+
+#include "compiler/compile_cache.h"
 #include "compiler/executable_file.h"
 #include "ir/check.h"
 #include "onnx/import.h"
@@ -21,6 +29,11 @@
 namespace switchyard {
 
 namespace {
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
 void delete_graph(ir::Graph* g) { delete g; }
 
 ValueInfo describe_value(const ir::Value& v) {
@@ -46,10 +59,15 @@ std::vector<ValueInfo> describe_values(const std::vector<ir::Value*>& values) {
 
 Model Model::load(const std::string& path) {
   return translate_std_exceptions(fmt::format("loading model '{}'", path), [&] {
+    auto start = std::chrono::steady_clock::now();
     onnx_import::ModelInfo info;
     Model m;
     m.graph_ = {onnx_import::import_model(path, &info).release(), delete_graph};
     m.opsets_ = info.opsets;
+    m.file_hash_ = info.file_hash;
+    m.folder_ = std::filesystem::path(path).parent_path().string();
+    m.external_files_ = info.external_files;
+    m.load_ms_ = ms_since(start);
     return m;
   });
 }
@@ -256,6 +274,7 @@ void Executable::save(const std::string& path) const {
 
 Executable Executable::load(const std::string& path, const Options& options) {
   return translate_std_exceptions(fmt::format("loading the executable '{}'", path), [&] {
+    auto start = std::chrono::steady_clock::now();
     compiler::SavedExecutable saved = compiler::read_executable(path);
     Options saved_options = options_from_json(saved.options, path);
     check_load_options(options, saved_options, path);
@@ -276,6 +295,7 @@ Executable Executable::load(const std::string& path, const Options& options) {
     Executable exe;
     if (missing.empty() || !options.allow_relower) {
       exe.impl_ = compiler::instantiate(std::move(saved), std::move(devices), co);
+      exe.stats_.load_ms = ms_since(start);
       return exe;
     }
     std::vector<std::string> present;
@@ -286,17 +306,104 @@ Executable Executable::load(const std::string& path, const Options& options) {
     co.report_notes.push_back(fmt::format(
         "relowered at load: compiled for {}, which {} not present; placed again on {}",
         fmt::join(missing, ", "), missing.size() == 1 ? "is" : "are", fmt::join(present, ", ")));
+    auto loaded = std::chrono::steady_clock::now();
     exe.impl_ = compiler::compile(std::move(saved.graph), std::move(devices), co);
+    exe.stats_.load_ms = ms_since(start) - ms_since(loaded);
+    exe.stats_.compile_ms = ms_since(loaded);
     return exe;
   });
 }
 
+namespace {
+
+// The compile cache Options ask for: Options.cache_dir, else $SWITCHYARD_CACHE_DIR; "off" or
+// neither: none.
+std::optional<compiler::CompileCache> cache_of(const Options& o) {
+  std::string dir = o.cache_dir;
+  if (dir.empty()) {
+    const char* env = std::getenv("SWITCHYARD_CACHE_DIR");
+    if (env) dir = env;
+  }
+  if (dir.empty() || dir == "off") return std::nullopt;
+  return compiler::CompileCache(dir, o.cache_max_bytes);
+}
+
+// The options that change a compile's result: all but the run-time ones (threads, the shape
+// cache), with the content of a --sim-config file.
+std::string identity_options(const Options& o) {
+  nlohmann::json j = options_json(o);
+  j.erase("num_threads");
+  j.erase("shape_cache_capacity");
+  if (!o.sim_config.empty()) {
+    std::ifstream in(o.sim_config, std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)), {});
+    j["sim_config_text"] = text;
+  }
+  return j.dump();
+}
+
+}  // namespace
+
+Executable compile_file(const std::string& path, const Options& options) {
+  if (is_executable_file(path)) return Executable::load(path, options);
+  std::optional<compiler::CompileCache> cache =
+      translate_std_exceptions("opening the compile cache", [&] { return cache_of(options); });
+  if (!cache) return Model::load(path).compile(options);
+  // Looked up before the import: a hit costs a hash of the file and a load.
+  return translate_std_exceptions(fmt::format("compiling '{}'", path), [&] {
+    auto start = std::chrono::steady_clock::now();
+    compiler::CompileIdentity id;
+    id.model_hash = compiler::file_hash(path);
+    id.model_folder = std::filesystem::path(path).parent_path().string();
+    id.options = identity_options(options);
+    auto devices = make_devices(options);
+    std::string key = cache->key(id, devices);
+    if (auto saved = cache->find(key, id.model_folder)) {
+      Executable exe;
+      exe.impl_ =
+          compiler::instantiate(std::move(*saved), std::move(devices), compile_options(options));
+      exe.stats_.cache = "hit";
+      exe.stats_.load_ms = ms_since(start);
+      return exe;
+    }
+    return Model::load(path).compile(options);  // a miss: stores the entry
+  });
+}
+
 Executable Model::compile_graph(const Options& options) {
+  auto start = std::chrono::steady_clock::now();
   compiler::CompileOptions co = compile_options(options);
+  std::optional<compiler::CompileCache> cache = cache_of(options);
+  if (cache) {
+    compiler::CompileIdentity id;
+    id.model_hash = file_hash_ ? file_hash_ : compiler::graph_hash(*graph_);
+    id.model_folder = folder_;
+    id.external_files = external_files_;
+    id.options = identity_options(options);
+    auto devices = make_devices(options);
+    std::string key = cache->key(id, devices);
+    Executable exe;
+    if (auto saved = cache->find(key, id.model_folder)) {
+      exe.impl_ = compiler::instantiate(std::move(*saved), std::move(devices), co);
+      exe.stats_.cache = "hit";
+      exe.stats_.load_ms = load_ms_ + ms_since(start);
+      graph_.reset();
+      return exe;
+    }
+    std::unique_ptr<ir::Graph> graph(graph_.release());
+    exe.impl_ = compiler::compile(std::move(graph), std::move(devices), co);
+    exe.stats_.cache = "miss";
+    exe.stats_.load_ms = load_ms_;
+    exe.stats_.compile_ms = ms_since(start);
+    cache->store(key, *exe.impl_, co.user_options, id);
+    return exe;
+  }
   auto devices = make_devices(options);
   std::unique_ptr<ir::Graph> graph(graph_.release());
   Executable exe;
   exe.impl_ = compiler::compile(std::move(graph), std::move(devices), co);
+  exe.stats_.load_ms = load_ms_;
+  exe.stats_.compile_ms = ms_since(start);
   return exe;
 }
 

@@ -74,10 +74,32 @@ struct Options {
   /// graph again on the devices present (the report says so) instead of failing with
   /// DeviceMismatch.
   bool allow_relower = false;
+  /// The compile cache's folder: a compile whose identity (the model's bytes and external
+  /// data, every option that changes the result, the devices with their driver and library
+  /// versions, the Switchyard version) matches an entry loads it instead of compiling, and a
+  /// miss stores the result. Empty: $SWITCHYARD_CACHE_DIR when set, else no cache; "off": no
+  /// cache whatever the environment says.
+  std::string cache_dir;
+  /// Bound of the cache folder in bytes (least recently used entries are removed past it;
+  /// 0 = unbounded).
+  uint64_t cache_max_bytes = uint64_t{4} << 30;
 };
 
 /// Whether `path` holds a saved executable (Executable::save), judged by its first bytes.
 SWITCHYARD_API bool is_executable_file(const std::string& path);
+
+/// How an executable came to be, for `run --json` and `bench`.
+struct CompileStats {
+  double load_ms = 0;     ///< importing the model file, or loading a saved executable / cache entry
+  double compile_ms = 0;  ///< compiling (0 when it was loaded)
+  std::string cache = "off";  ///< "hit", "miss" or "off" (no compile cache was used)
+};
+
+class Executable;
+/// Model::load(path).compile(options), except that with a compile cache (Options.cache_dir)
+/// the cache is looked up before the model is imported, so a hit costs a hash of the file and
+/// a load. A saved executable (.syx) is loaded (Executable::load).
+SWITCHYARD_API Executable compile_file(const std::string& path, const Options& options = {});
 
 /// A backend and whether it can be used: the built-in ones (cpu, sim) and the plugins (cuda).
 struct BackendStatus {
@@ -181,6 +203,12 @@ class SWITCHYARD_API Model {
   Executable compile_graph(const Options& options);
   std::unique_ptr<ir::Graph, void (*)(ir::Graph*)> graph_{nullptr, nullptr};
   std::map<std::string, int64_t> opsets_;
+  // What identifies a model loaded from a file (the compile cache): its bytes' hash, its
+  // folder and the external data files it names.
+  uint64_t file_hash_ = 0;
+  double load_ms_ = 0;
+  std::string folder_;
+  std::vector<std::string> external_files_;
 };
 
 /// A compiled model. Cheap to copy (shared); run() is thread-safe.
@@ -218,12 +246,17 @@ class SWITCHYARD_API Executable {
   /// or foreign file, Unsupported for another format version, DeviceMismatch when a device
   /// it was compiled for is missing (unless allow_relower), each naming the file.
   static Executable load(const std::string& path, const Options& options = {});
+  /// The load and compile times and how the compile cache served this executable: "hit"
+  /// (loaded from the cache), "miss" (compiled and stored) or "off".
+  const CompileStats& compile_stats() const { return stats_; }
   /// The internal executable (for tools and tests inside the project).
   const compiler::CompiledModel& internal() const { return *impl_; }
 
  private:
   friend class Model;
+  friend Executable compile_file(const std::string& path, const Options& options);
   std::shared_ptr<const compiler::CompiledModel> impl_;
+  CompileStats stats_;
 };
 
 }  // namespace switchyard

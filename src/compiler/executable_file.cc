@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -27,7 +28,7 @@ using Json = nlohmann::json;
 
 // The layout (docs/executable-format.md), little-endian:
 //   [0, 32)   header: magic[8], u32 format version, u32 section count, u64 file size,
-//             u64 XXH64 (seed 0) of every byte after the header
+//             u64 XXH3-64 (seed 0) of every byte after the header
 //   [32, ...) section table: per section u32 kind, u32 reserved (0), u64 offset, u64 length
 //   sections, each starting on a 64-byte boundary: META (JSON), MODEL (ONNX ModelProto), WEIGHTS
 constexpr char kMagic[8] = {'S', 'W', 'Y', 'D', 'S', 'Y', 'X', '\x1a'};
@@ -221,6 +222,7 @@ Json device_to_json(const runtime::DeviceInfo& d) {
           {"name", d.name},
           {"uuid", d.uuid},
           {"compute_capability", d.compute_capability},
+          {"software", d.software},
           {"memory_bytes", d.memory_bytes}};
 }
 
@@ -263,6 +265,7 @@ PlacementRecord record_from_json(const Reader& rd, const Json& j) {
     info.name = rd.str(d, "name", wd);
     info.uuid = rd.str(d, "uuid", wd);
     info.compute_capability = rd.str(d, "compute_capability", wd);
+    info.software = rd.str(d, "software", wd);
     int64_t memory = rd.num(d, "memory_bytes", wd);
     SY_CHECK(memory >= 0, InvalidModel, "executable '{}': {}: negative memory", rd.path(), wd);
     info.memory_bytes = static_cast<uint64_t>(memory);
@@ -433,7 +436,7 @@ bool is_executable_file(const std::string& path) {
 }
 
 void write_executable(const std::string& path, const CompiledModel& model,
-                      const std::string& options) {
+                      const std::string& options, const std::string& cache) {
   // The weights: every constant of 1 KiB or more, 64-byte aligned in their section.
   std::vector<const ir::Tensor*> weights;
   uint64_t weights_bytes = 0;
@@ -449,7 +452,8 @@ void write_executable(const std::string& path, const CompiledModel& model,
                {"switchyard_version", SWITCHYARD_VERSION},
                {"options", Json::parse(options)},
                {"placement", record_to_json(model.placement_record())},
-               {"report", report_to_json(model.placement_report())}};
+               {"report", report_to_json(model.placement_report())},
+               {"cache", Json::parse(cache)}};
   std::string meta_bytes = meta.dump();
 
   const uint32_t sections = 3;
@@ -478,19 +482,20 @@ void write_executable(const std::string& path, const CompiledModel& model,
   // everything after the header computed on the way.
   std::filesystem::path target(path);
   std::filesystem::path tmp = target;
-  tmp += fmt::format(".tmp.{}", ::getpid());
+  static std::atomic<uint64_t> serial{0};
+  tmp += fmt::format(".tmp.{}.{}", ::getpid(), serial.fetch_add(1));
   std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
   SY_CHECK(out.good(), InvalidArgument, "executable '{}': cannot write '{}'", path, tmp.string());
-  XXH64_state_t* state = XXH64_createState();
-  XXH64_reset(state, 0);
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_64bits_reset(state);
   uint64_t written = 0;
   auto emit = [&](const void* data, size_t n) {
     out.write(static_cast<const char*>(data), static_cast<std::streamsize>(n));
     if (written >= kHeaderBytes) {
-      XXH64_update(state, data, n);
+      XXH3_64bits_update(state, data, n);
     } else {
       size_t skip = static_cast<size_t>(std::min<uint64_t>(kHeaderBytes - written, n));
-      XXH64_update(state, static_cast<const char*>(data) + skip, n - skip);
+      XXH3_64bits_update(state, static_cast<const char*>(data) + skip, n - skip);
     }
     written += n;
   };
@@ -508,8 +513,8 @@ void write_executable(const std::string& path, const CompiledModel& model,
     emit(t->raw(), t->nbytes());
     w = at + t->nbytes();
   }
-  uint64_t checksum = XXH64_digest(state);
-  XXH64_freeState(state);
+  uint64_t checksum = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
   out.seekp(24);
   out.write(reinterpret_cast<const char*>(&checksum), sizeof(checksum));
   out.close();
@@ -544,7 +549,7 @@ SavedExecutable read_executable(const std::string& path) {
   SY_CHECK(declared_size == size, InvalidModel,
            "{}: the header says {} bytes, the file has {} (truncated or appended to)", file,
            declared_size, size);
-  uint64_t checksum = XXH64(bytes + kHeaderBytes, static_cast<size_t>(size - kHeaderBytes), 0);
+  uint64_t checksum = XXH3_64bits(bytes + kHeaderBytes, static_cast<size_t>(size - kHeaderBytes));
   SY_CHECK(checksum == get<uint64_t>(bytes + 24), InvalidModel,
            "{}: the checksum does not match: the file is corrupted", file);
   uint32_t sections = get<uint32_t>(bytes + 12);
@@ -582,6 +587,9 @@ SavedExecutable read_executable(const std::string& path) {
   const Json& options = rd.field(meta, "options", "the metadata");
   SY_CHECK(options.is_object(), InvalidModel, "{}: the options are not an object", file);
   saved.options = options.dump();
+  const Json& cache = rd.field(meta, "cache", "the metadata");
+  SY_CHECK(cache.is_object(), InvalidModel, "{}: the cache record is not an object", file);
+  saved.cache = cache.dump();
   saved.report = report_from_json(rd, rd.field(meta, "report", "the metadata"));
 
   auto [weights_at, weights_len] = found[kWeights];

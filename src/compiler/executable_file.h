@@ -22,6 +22,7 @@ struct SavedExecutable {
   uint32_t format_version = 0;
   std::string switchyard_version;    ///< of the build that wrote it
   std::string options;               ///< JSON text of the public Options it was compiled with
+  std::string cache;                 ///< JSON text of the compile cache's record ("{}" if none)
   std::unique_ptr<ir::Graph> graph;  ///< the optimized graph; its big constants map the file
   PlacementRecord placement;
   placement::PlacementReport report;
@@ -32,10 +33,12 @@ struct SavedExecutable {
 bool is_executable_file(const std::string& path);
 
 /// Writes `model` to `path` (through a temporary file in the same folder and a rename, so a
-/// reader never sees half a file). `options` is the JSON text the top records of the public
-/// Options. Throws InvalidArgument naming the file when it cannot be written.
+/// reader never sees half a file, and two writers of one path leave one whole file). `options` is
+/// the JSON text the top records of the public Options. Throws InvalidArgument naming the file when
+/// it cannot be written. `cache` (JSON object text) is what the compile cache keeps with an entry
+/// ("{}" otherwise).
 void write_executable(const std::string& path, const CompiledModel& model,
-                      const std::string& options);
+                      const std::string& options, const std::string& cache = "{}");
 
 /// Reads and checks `path`: InvalidModel naming the file and what is wrong for a truncated,
 /// corrupted, random or empty file, Unsupported for another format version, InvalidArgument

@@ -3,6 +3,8 @@
 
 #include "onnx/import.h"
 
+#include <xxhash.h>
+
 #include <algorithm>
 #include <new>
 #include <optional>
@@ -69,6 +71,19 @@ class Importer {
   std::string base_dir_;
   int max_depth_;
   ExternalDataResolver external_;  // empty: external data from files below base_dir_
+
+ public:
+  /// The external data files the tensors read so far name (ModelInfo::external_files).
+  std::vector<std::string> external_files;
+
+ private:
+  void note_external(const onnx::TensorProto& t) {
+    if (t.data_location() != onnx::TensorProto::EXTERNAL) return;
+    for (const auto& entry : t.external_data())
+      if (entry.key() == "location" && std::find(external_files.begin(), external_files.end(),
+                                                 entry.value()) == external_files.end())
+        external_files.push_back(entry.value());
+  }
   detail::NodeNames names_;
 };
 
@@ -123,6 +138,7 @@ void Importer::add_initializers(onnx::GraphProto& proto, ir::Graph& graph,
   for (auto& init : *proto.mutable_initializer()) {
     std::string label = fmt::format("initializer '{}'{}", init.name(), where(graph));
     SY_CHECK(!init.name().empty(), InvalidModel, "an initializer{} has no name", where(graph));
+    note_external(init);
     ir::Tensor data = detail::tensor_from_proto(init, base_dir_, label, &external_);
     release_bytes(init);
     with_context(label, [&] { return graph.add_constant(init.name(), std::move(data)); });
@@ -250,6 +266,7 @@ ir::Attribute Importer::convert_attribute(onnx::AttributeProto& proto, const ir:
       a.s = proto.s();
       break;
     case K::Tensor:
+      note_external(proto.t());
       a.t = detail::tensor_from_proto(proto.t(), base_dir_, label, &external_);
       release_bytes(*proto.mutable_t());
       break;
@@ -390,6 +407,7 @@ std::unique_ptr<ir::Graph> import_parsed(onnx::ModelProto& model, const std::str
   }
   sort_recursively(*graph);
   ir::verify(*graph);
+  info.external_files = std::move(importer.external_files);
   if (info_out) *info_out = std::move(info);
   return graph;
 }
@@ -429,8 +447,11 @@ std::unique_ptr<ir::Graph> import_model(const std::string& path, ModelInfo* info
   return naming_the_model(path, [&] {
     onnx::ModelProto model;
     parse_model(model, bytes.data(), bytes.size(), options);
+    uint64_t hash = XXH3_64bits(bytes.data(), bytes.size());
     std::string().swap(bytes);  // the parsed model holds its own copy
-    return import_parsed(model, detail::parent_folder(path), info, options);
+    auto graph = import_parsed(model, detail::parent_folder(path), info, options);
+    if (info) info->file_hash = hash;
+    return graph;
   });
 }
 

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ir/graph.h"
 #include "ir/tensor.h"
@@ -50,6 +51,11 @@ struct ModelInfo {
   std::map<std::string, int64_t> opsets;
   /// producer_name, followed by a space and producer_version when that is present.
   std::string producer;
+  /// import_model: XXH3-64 of the model file's bytes (0 for a model imported from memory).
+  uint64_t file_hash = 0;
+  /// The external data files the model's tensors name (locations relative to its folder),
+  /// each once, in first-use order.
+  std::vector<std::string> external_files;
 };
 
 /// Parses the ONNX model file at `path` into a verified, topologically sorted graph whose nodes

@@ -31,6 +31,9 @@ struct DeviceInfo {
   bool host_addressable = true;
   int sm_count = 0;                ///< GPUs: multiprocessors
   std::string compute_capability;  ///< GPUs: "9.0"
+  /// The driver and libraries behind the device ("oneDNN 2.6.3"; a GPU's driver, runtime,
+  /// cuDNN and cuBLASLt versions): part of a compile's identity (the compile cache).
+  std::string software;
   std::vector<std::string> peers;  ///< GPUs: ids of devices it can access directly
   // Cost-model parameters (placement estimates; not promises).
   double gflops = 50.0;            ///< sustained arithmetic rate

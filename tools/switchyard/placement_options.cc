@@ -23,11 +23,14 @@ void add_placement_options(CLI::App* cmd, Options& o) {
   cmd->add_option("--sim-config", o.sim_config, "JSON file declaring simulated accelerators");
   cmd->add_flag("--relower", o.allow_relower,
                 "a saved .syx whose devices are missing here: place it again on these");
+  cmd->add_option("--cache-dir", o.cache_dir,
+                  "compile cache folder (default $SWITCHYARD_CACHE_DIR; off: none)");
+  cmd->add_option("--cache-max-bytes", o.cache_max_bytes,
+                  "bound of the cache folder; least recently used entries go (default 4 GiB)");
 }
 
 Executable open_model(const std::string& path, const Options& options) {
-  if (is_executable_file(path)) return Executable::load(path, options);
-  return Model::load(path).compile(options);
+  return compile_file(path, options);
 }
 
 }  // namespace switchyard::tools

@@ -49,6 +49,7 @@ int run_command(const RunArgs& args) {
   const std::vector<Datum>& inputs = resolved.values;
   const std::vector<std::string>& input_origin = resolved.origins;
 
+  const CompileStats& compiled = exe.compile_stats();
   std::vector<double> times_ms;
   RunResult result;
   for (int it = 0; it < args.iterations; ++it) {
@@ -93,6 +94,10 @@ int run_command(const RunArgs& args) {
     j["placement"] = exe.placement_summary();
     j["threads"] = args.threads;
     j["iterations"] = args.iterations;
+    j["load_ms"] = compiled.load_ms;
+    j["compile_ms"] = compiled.compile_ms;
+    j["cache"] = compiled.cache;
+    j["first_run_ms"] = times_ms.front();
     j["median_ms"] = median;
     j["times_ms"] = times_ms;
     j["peak_bytes"] = stats.peak_bytes;

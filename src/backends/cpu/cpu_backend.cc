@@ -1,5 +1,7 @@
 #include "backends/cpu/cpu_backend.h"
 
+#include <dnnl.h>
+
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/fusion/fusion.h"
 #include "backends/partition_graph.h"
@@ -53,6 +55,8 @@ CpuBackend::CpuBackend(uint64_t run_memory_limit) : run_memory_limit_(run_memory
   info_.id = "cpu";
   info_.kind = "cpu";
   info_.name = "host CPU";
+  const dnnl_version_t* v = dnnl_version();
+  info_.software = fmt::format("oneDNN {}.{}.{} ({})", v->major, v->minor, v->patch, v->hash);
   info_.is_host = true;
   // Estimates only, and fixed rather than measured, so the same graph, options and devices
   // place the same way on every machine: about what oneDNN reaches on two AVX2 cores.

@@ -30,6 +30,11 @@ CudaBackend::CudaBackend(int index, const backends::PluginConfig& config) : inde
   info_.host_addressable = false;
   info_.sm_count = p.multiProcessorCount;
   info_.compute_capability = fmt::format("{}.{}", p.major, p.minor);
+  int driver = 0, runtime_version = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime_version);
+  info_.software = fmt::format("CUDA driver {}, runtime {}, cuDNN {}, cuBLASLt {}", driver,
+                               runtime_version, cudnnGetVersion(), cublasLtGetVersion());
   int count = 0;
   cudaGetDeviceCount(&count);
   for (int other = 0; other < count; ++other) {

@@ -56,6 +56,7 @@ SimBackend::SimBackend(int index, SimDeviceConfig config)
   info_.gbytes_per_s = config_.gbytes_per_s;
   info_.copy_latency_us = config_.copy_latency_us;
   info_.copy_gbytes_per_s = config_.copy_gbytes_per_s;
+  info_.software = "simulated (the cpu kernels)";
 }
 
 bool SimBackend::op_allowed(const std::string& op) const {
