@@ -1,6 +1,7 @@
 #include "plugins.h"
 
 #include <dlfcn.h>
+#include <fmt/ranges.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -20,7 +21,9 @@ std::filesystem::path core_folder() {
   return {};
 }
 
-PluginState load(const std::string& name, const std::string& file, const char* env) {
+PluginState load(const PluginSpec& spec) {
+  const std::string name = spec.name, file = spec.library;
+  const char* env = spec.environment;
   PluginState s;
   s.name = name;
   const char* override_path = std::getenv(env);
@@ -31,6 +34,13 @@ PluginState load(const std::string& name, const std::string& file, const char* e
   }
   s.library = override_path && *override_path ? std::string(override_path)
                                               : (core_folder() / file).string();
+  bool hardware = spec.device_files.empty() || (override_path && *override_path);
+  for (const char* f : spec.device_files) hardware = hardware || std::filesystem::exists(f);
+  if (!hardware) {
+    s.detail = fmt::format("no driver for it on this machine ({} absent)",
+                           fmt::join(spec.device_files, ", "));
+    return s;
+  }
   if (!std::filesystem::exists(s.library)) {
     s.detail = fmt::format("{} not found (this build has no {} backend)", s.library, name);
     return s;
@@ -63,7 +73,10 @@ PluginState load(const std::string& name, const std::string& file, const char* e
 
 const std::vector<PluginSpec>& known_plugins() {
   static const std::vector<PluginSpec> plugins = {
-      {"cuda", "libswitchyard_cuda.so", "SWITCHYARD_CUDA_BACKEND"},
+      {"cuda",
+       "libswitchyard_cuda.so",
+       "SWITCHYARD_CUDA_BACKEND",
+       {"/dev/nvidiactl", "/proc/driver/nvidia/version"}},
   };
   return plugins;
 }
@@ -71,8 +84,7 @@ const std::vector<PluginSpec>& known_plugins() {
 const std::vector<PluginState>& plugin_states() {
   static const std::vector<PluginState> states = [] {
     std::vector<PluginState> out;
-    for (const PluginSpec& p : known_plugins())
-      out.push_back(load(p.name, p.library, p.environment));
+    for (const PluginSpec& p : known_plugins()) out.push_back(load(p));
     return out;
   }();
   return states;

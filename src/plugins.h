@@ -24,6 +24,10 @@ struct PluginSpec {
   const char* name;         ///< "cuda"
   const char* library;      ///< "libswitchyard_cuda.so"
   const char* environment;  ///< "SWITCHYARD_CUDA_BACKEND"
+  /// Files of which one exists where the plugin's devices can exist (the NVIDIA driver's):
+  /// when none does, the library is not loaded at all, so machines without the hardware do
+  /// not pay for loading its libraries (the environment variable still forces a path).
+  std::vector<const char*> device_files;
 };
 
 /// Every plugin the core knows of, in device order (today: the CUDA backend). Adding a backend
