@@ -106,14 +106,13 @@ std::vector<std::shared_ptr<const backends::Backend>> make_devices(const Options
            "--sim and --sim-config both declare simulated devices; give one of them");
   std::vector<std::shared_ptr<const backends::Backend>> devices;
   backends::PluginConfig config;
-  uint64_t cpu_run_limit = 0;
   for (const auto& limit : o.memory_limits) {
     auto [device, bytes] = placement::parse_memory_limit(limit);
     SY_CHECK(bytes > 0, InvalidArgument, "--memory-limit {}: the limit must be positive", limit);
-    if (device == "cpu") cpu_run_limit = bytes;
-    config.memory_limits[device] = bytes;
+    // A GPU's limit caps its allocator (device state); the cpu's is per run (compile_options).
+    if (device != "cpu") config.memory_limits[device] = bytes;
   }
-  devices.push_back(std::make_shared<cpu::CpuBackend>(cpu_run_limit));
+  devices.push_back(std::make_shared<cpu::CpuBackend>());
   for (auto& d : plugins::create_plugin_backends(config)) devices.push_back(std::move(d));
   std::vector<std::shared_ptr<backends::Backend>> sims =
       o.sim_config.empty() ? sim::create_sim_backends(o.sim_devices)
@@ -214,6 +213,10 @@ compiler::CompileOptions compile_options(const Options& options) {
   co.policy = make_policy(options);
   co.backend = compiler::backend_options(options.precision, options.fusion, options.cuda_graphs);
   co.user_options = options_json(options).dump();
+  for (const auto& limit : options.memory_limits) {
+    auto [device, bytes] = placement::parse_memory_limit(limit);
+    if (device == "cpu") co.run_memory_limits[device] = bytes;
+  }
   return co;
 }
 

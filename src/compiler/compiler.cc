@@ -199,6 +199,7 @@ std::shared_ptr<const CompiledModel> lower_placed(
   ro.num_threads = options.num_threads;
   ro.shape_cache_capacity = options.shape_cache_capacity;
   ro.poison_buffers = options.poison_buffers;
+  ro.run_memory_limits = options.run_memory_limits;
   std::vector<std::shared_ptr<const runtime::Device>> run_devices(devices.begin(), devices.end());
   auto exe = std::make_shared<const runtime::Executable>(std::move(graph), std::move(run_devices),
                                                          std::move(plan), ro);

@@ -111,7 +111,12 @@ std::string Executable::check_inputs(const std::vector<ir::Datum>& inputs) const
 Executable::PoolSet Executable::acquire_pools(const std::string& signature, bool* hit) const {
   auto fresh_set = [&] {
     PoolSet set;
-    for (const auto& d : devices_) set.push_back(d->create_pool(options_.poison_buffers));
+    for (const auto& d : devices_) {
+      set.push_back(d->create_pool(options_.poison_buffers));
+      auto limit = options_.run_memory_limits.find(d->device().id);
+      if (limit != options_.run_memory_limits.end() && limit->second > 0)
+        set.back()->set_limit(limit->second, d->device().id);
+    }
     return set;
   };
   std::lock_guard<std::mutex> lock(cache_mutex_);

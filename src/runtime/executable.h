@@ -26,6 +26,9 @@ struct RuntimeOptions {
   size_t shape_cache_capacity = 8;
   /// Fill fresh buffers with 0xFF bytes (tests use it to catch reads of unwritten memory).
   bool poison_buffers = false;
+  /// Device id → bytes one run may hold in that device's pool (`--memory-limit cpu=BYTES`):
+  /// past it, an allocation throws OutOfMemory naming the device, before it is made.
+  std::map<std::string, uint64_t> run_memory_limits;
 };
 
 /// The program of an executable: the compiled partitions in execution order and the values

@@ -51,7 +51,7 @@ class FusedPartition : public runtime::CompiledPartition {
 
 }  // namespace
 
-CpuBackend::CpuBackend(uint64_t run_memory_limit) : run_memory_limit_(run_memory_limit) {
+CpuBackend::CpuBackend() {
   info_.id = "cpu";
   info_.kind = "cpu";
   info_.name = "host CPU";
@@ -82,9 +82,7 @@ std::unique_ptr<runtime::CompiledPartition> compile_fused_partition(
 }
 
 std::shared_ptr<runtime::HostPool> CpuBackend::create_pool(bool poison) const {
-  auto pool = runtime::HostPool::create(poison, runtime::kHostMemorySpace);
-  if (run_memory_limit_ > 0) pool->set_limit(run_memory_limit_, "cpu");
-  return pool;
+  return runtime::HostPool::create(poison, runtime::kHostMemorySpace);
 }
 
 ir::Datum CpuBackend::copy_in(const ir::Datum& value, runtime::HostPool& pool) const {

@@ -7,9 +7,7 @@ namespace switchyard::cpu {
 
 class CpuBackend : public backends::Backend {
  public:
-  /// `run_memory_limit` (bytes, 0 = none) caps what one run may hold in this device's pool
-  /// (--memory-limit cpu=BYTES): past it, allocations throw OutOfMemory.
-  explicit CpuBackend(uint64_t run_memory_limit = 0);
+  CpuBackend();
   const runtime::DeviceInfo& device() const override { return info_; }
   runtime::Support supports(const ir::Node& node) const override;
   /// compile_fused_partition, fusing unless options.fusion is off.
@@ -22,7 +20,6 @@ class CpuBackend : public backends::Backend {
 
  private:
   runtime::DeviceInfo info_;
-  uint64_t run_memory_limit_ = 0;
 };
 
 /// A partition run by the cpu kernels after the shared fusions (backends/fusion/fusion.h): what
