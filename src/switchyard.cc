@@ -290,6 +290,12 @@ Executable Executable::load(const std::string& path, const Options& options) {
     if (options.sim_devices != 0 || !options.sim_config.empty()) {
       here.sim_devices = options.sim_devices;
       here.sim_config = options.sim_config;
+    } else {
+      // A path named by the file is never read: the caller names the config file.
+      SY_CHECK(saved_options.sim_config.empty(), InvalidArgument,
+               "executable '{}' was compiled for the simulated devices of --sim-config '{}'; "
+               "give --sim-config (Options.sim_config) to load it",
+               path, saved_options.sim_config);
     }
     auto devices = make_devices(here);
     compiler::CompileOptions co = compile_options(here);
@@ -466,7 +472,9 @@ std::vector<ValueInfo> Executable::outputs() const {
 std::string Executable::placement_summary() const { return impl_->placement_summary(); }
 
 std::string Executable::explain(const std::string& format) const {
-  return tooling::format_report(impl_->placement_report(), format);
+  return translate_std_exceptions("explaining the placement", [&] {
+    return tooling::format_report(impl_->placement_report(), format);
+  });
 }
 
 }  // namespace switchyard

@@ -667,6 +667,37 @@ std::shared_ptr<const CompiledModel> instantiate(
     return k;
   };
   const ir::Graph& graph = *saved.graph;
+  // An input read from host memory must be one every reading kernel of its device takes on the
+  // host (Backend::host_inputs); anything else would reach the device outside its memory.
+  for (size_t p = 0; p < r.partitions.size(); ++p) {
+    const auto& rp = r.partitions[p];
+    const backends::Backend& dev = *devices[static_cast<size_t>(map(rp.device))];
+    if (dev.device().is_host) continue;
+    for (size_t k = 0; k < rp.inputs.size(); ++k) {
+      if (!rp.input_on_host[k]) continue;
+      const ir::Value* v = graph.find_local_value(rp.inputs[k]);
+      bool read = false;
+      for (int n : rp.nodes) {
+        const ir::Node& node = *graph.nodes()[static_cast<size_t>(n)];
+        std::vector<int> host = dev.host_inputs(node);
+        for (size_t i = 0; i < node.num_inputs(); ++i) {
+          if (node.input(i) != v) continue;
+          read = true;
+          SY_CHECK(std::find(host.begin(), host.end(), static_cast<int>(i)) != host.end(),
+                   InvalidModel,
+                   "executable '{}': partition {} reads '{}' in host memory, which {} does not "
+                   "take there ({})",
+                   saved.path, p, rp.inputs[k], dev.device().id, node.describe());
+        }
+        SY_CHECK(node.subgraphs().empty() || !read, InvalidModel,
+                 "executable '{}': partition {} reads '{}' in host memory inside a graph body",
+                 saved.path, p, rp.inputs[k]);
+      }
+      SY_CHECK(read, InvalidModel,
+               "executable '{}': partition {} takes '{}' in host memory but no node reads it",
+               saved.path, p, rp.inputs[k]);
+    }
+  }
   placement::Placement pl;
   for (const auto& d : devices) pl.devices.push_back(d.get());
   for (size_t n = 0; n < r.node_device.size(); ++n) pl.node_device.push_back(map(r.node_device[n]));

@@ -1,3 +1,5 @@
+#include <string>
+#include <string_view>
 #include <unordered_set>
 
 #include "ir/check.h"
@@ -7,7 +9,71 @@ namespace switchyard::ir {
 
 namespace {
 
+// Whether `text` is well-formed UTF-8 (no overlong forms, no surrogates, at most U+10FFFF).
+bool valid_utf8(std::string_view text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    auto c = static_cast<unsigned char>(text[i]);
+    size_t extra = 0;
+    uint32_t cp = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+      extra = 1;
+      cp = c & 0x1F;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      extra = 2;
+      cp = c & 0x0F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      extra = 3;
+      cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (extra > text.size() - i - 1) return false;  // truncated sequence
+    for (size_t k = 1; k <= extra; ++k) {
+      auto cc = static_cast<unsigned char>(text[i + k]);
+      if ((cc & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    if ((extra == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+        (extra == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
+      return false;
+    i += extra + 1;
+  }
+  return true;
+}
+
+// `text` with every byte outside printable ASCII as \xNN, for messages about bad names.
+std::string escaped(std::string_view text) {
+  std::string out;
+  for (char ch : text) {
+    auto c = static_cast<unsigned char>(ch);
+    if (c >= 0x20 && c < 0x7F) {
+      out += ch;
+    } else {
+      out += fmt::format("\\x{:02x}", c);
+    }
+  }
+  return out;
+}
+
+// Names reach reports, JSON and saved executables: they must be text.
+void check_name(std::string_view name, std::string_view what, const Graph& g) {
+  SY_CHECK(valid_utf8(name), InvalidModel, "graph '{}': {} '{}' is not valid UTF-8",
+           escaped(g.name()), what, escaped(name));
+}
+
 void verify_graph(const Graph& g, std::unordered_set<const Value*>& visible) {
+  check_name(g.name(), "the graph name", g);
+  for (const auto& v : g.values()) check_name(v->name(), "value name", g);
+  for (const auto& n : g.nodes()) {
+    check_name(n->name(), "node name", g);
+    check_name(n->op_type(), "op type", g);
+    check_name(n->domain(), "domain", g);
+    for (const Attribute& a : n->attributes()) check_name(a.name, "attribute name", g);
+  }
   std::vector<const Value*> added;
   auto make_visible = [&](const Value* v) {
     if (visible.insert(v).second) added.push_back(v);
@@ -41,8 +107,7 @@ void verify_graph(const Graph& g, std::unordered_set<const Value*>& visible) {
     for (size_t i = 0; i < n->num_outputs(); ++i) {
       const Value* v = n->output(i);
       SY_CHECK(v && v->producer() == n.get() && v->producer_output() == static_cast<int>(i),
-               InvalidModel, "{}: output {} does not point back at its producer", n->describe(),
-               i);
+               InvalidModel, "{}: output {} does not point back at its producer", n->describe(), i);
       make_visible(v);
     }
   }

@@ -232,7 +232,7 @@ std::string html_escape(std::string_view text) {
 
 /// JSON that is safe inside a <script> element: no '<', '>' or '&' can end or open a tag.
 std::string script_safe_json(const Json& doc) {
-  std::string text = doc.dump(1);
+  std::string text = doc.dump(1, ' ', false, Json::error_handler_t::replace);
   std::string out;
   out.reserve(text.size());
   for (char c : text) {
@@ -490,7 +490,7 @@ std::string format_text(const PlacementReport& report) {
 }
 
 std::string format_json(const PlacementReport& report) {
-  return report_json(report).dump(2) + "\n";
+  return report_json(report).dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 std::string format_dot(const PlacementReport& report) {

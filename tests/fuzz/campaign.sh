@@ -45,6 +45,6 @@ pack() {
 }
 trap 'echo "campaign: stopped early; packing what there is" >> "$out/summary.txt"; jobs -p | xargs -r kill 2>/dev/null; pack; exit 124' TERM
 echo "campaign on $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)" > "$out/summary.txt"
-for t in ${TARGETS:-fuzz_import fuzz_compile_run fuzz_npz fuzz_sim_config}; do run "$t" & done
+for t in ${TARGETS:-fuzz_import fuzz_compile_run fuzz_npz fuzz_sim_config fuzz_executable}; do run "$t" & done
 wait
 pack

@@ -9,7 +9,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 build="${BUILD_FUZZ:-$root/build-fuzz}"
 out="${1:-$root/.gpu/fuzz.tar.xz}"
-targets=(fuzz_import fuzz_compile_run fuzz_npz fuzz_sim_config)
+targets=(fuzz_import fuzz_compile_run fuzz_npz fuzz_sim_config fuzz_executable)
 stage="$(mktemp -d)"
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib" "$(dirname "$out")"

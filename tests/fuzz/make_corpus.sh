@@ -7,10 +7,14 @@
 #   fuzz_npz: small .npz and .npy files written with numpy (every dtype read_npz knows, deflate,
 #     fortran order, big endian, empty and 0-d arrays).
 #   fuzz_sim_config: examples/demo_sim.json and hand-written configs using every field.
+#   fuzz_executable: .syx files that BUILD_FUZZ's CLI (default build-fuzz/tools/switchyard; the
+#     fuzz_targets target builds it) compiles from a few of those models: cpu, a sim:0,sim:1
+#     pipeline split with weights, and one pinned across both simulated devices.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 out="${1:-$root/build-fuzz/corpus}"
+build="${BUILD_FUZZ:-$root/build-fuzz}"
 max_model_bytes="${MAX_MODEL_BYTES:-65536}"
 testdata=/usr/share/libonnx-testdata/data
 
@@ -22,7 +26,8 @@ add_seed() {
   [ -e "$dir/$hash" ] || cp "$file" "$dir/$hash"
 }
 
-mkdir -p "$out/fuzz_import" "$out/fuzz_compile_run" "$out/fuzz_npz" "$out/fuzz_sim_config"
+mkdir -p "$out/fuzz_import" "$out/fuzz_compile_run" "$out/fuzz_npz" "$out/fuzz_sim_config" \
+  "$out/fuzz_executable"
 
 # Models.
 if [ ! -d "$testdata" ]; then
@@ -97,5 +102,33 @@ done <<'EOF'
 [{"name": "a", "ops": ["Add"], "memory_bytes": 0, "shape_steps_inline": false}, {"name": "b", "exclude_ops": ["Loop", "If"], "gflops": 1e9}]
 EOF
 
+# Saved executables, written by the CLI of the fuzz build (the same format version as the target
+# that reads them; the files are deterministic, so the content-hash names stay stable).
+cli="$build/tools/switchyard"
+if [ ! -x "$cli" ]; then
+  echo "make_corpus: $cli missing (build the fuzz_targets target of $build)" >&2
+  exit 1
+fi
+compile_seed() {
+  local model="$testdata/$1" name="$2"
+  shift 2
+  "$cli" compile "$model/model.onnx" -o "$scratch/$name.syx" --cache-dir off "$@" > /dev/null
+  add_seed "$scratch/$name.syx" "$out/fuzz_executable"
+}
+for model in node/test_relu node/test_add node/test_conv_with_strides_padding \
+             node/test_gemm_default_matrix_bias node/test_softmax_axis_1 \
+             node/test_maxpool_2d_default pytorch-operator/test_operator_addmm; do
+  compile_seed "$model" "$(basename "$model")"
+done
+# A sim:0 partition fed by copies, with a 1 KiB+ weight in the WEIGHTS section.
+compile_seed pytorch-operator/test_operator_conv conv_split \
+  --sim 2 --device sim:0,sim:1 --split pipeline
+# Three partitions (sim:0, sim:1, cpu) with copies between the simulated devices: the testdata's
+# models are too small for the cost model to split them unpinned.
+compile_seed pytorch-operator/test_operator_basic basic_pinned \
+  --sim 2 --device sim:0,sim:1 --split pipeline \
+  --pin op:Add=sim:0 --pin op:Mul=sim:1 --pin op:Tanh=sim:1
+
 echo "make_corpus: $models models (<= $max_model_bytes bytes), $(ls "$out/fuzz_npz" | wc -l) npz/npy," \
-     "$(ls "$out/fuzz_sim_config" | wc -l) sim configs in $out"
+     "$(ls "$out/fuzz_sim_config" | wc -l) sim configs, $(ls "$out/fuzz_executable" | wc -l)" \
+     "executables in $out"

@@ -12,14 +12,15 @@ build="${BUILD_FUZZ:-$root/build-fuzz}"
 seconds="${FUZZ_SECONDS:-60}"
 jobs="${FUZZ_JOBS:-2}"
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_import fuzz_compile_run fuzz_npz fuzz_sim_config)
+[ ${#targets[@]} -gt 0 ] ||
+  targets=(fuzz_import fuzz_compile_run fuzz_npz fuzz_sim_config fuzz_executable)
 
 mkdir -p "$build/artifacts" "$build/logs"
 # Symbolized stack traces in the logs (Debian's llvm package installs llvm-symbolizer).
 if [ -z "${ASAN_SYMBOLIZER_PATH:-}" ] && command -v llvm-symbolizer > /dev/null; then
   export ASAN_SYMBOLIZER_PATH="$(command -v llvm-symbolizer)"
 fi
-"$root/tests/fuzz/make_corpus.sh" "$build/corpus"
+BUILD_FUZZ="$build" "$root/tests/fuzz/make_corpus.sh" "$build/corpus"
 
 # The limits of every run: 2 GiB of RSS, 10 s per input; models and files up to 1 MiB.
 flags=(-rss_limit_mb=2048 -timeout=10 -max_len=1048576)
