@@ -142,8 +142,8 @@ std::vector<DeviceDescription> describe_devices(const Options& options) {
   std::vector<DeviceDescription> out;
   for (const auto& d : make_devices(options)) {
     const runtime::DeviceInfo& i = d->device();
-    out.push_back(
-        {i.id, i.kind, i.name, i.uuid, i.memory_bytes, i.sm_count, i.compute_capability, i.peers});
+    out.push_back({i.id, i.kind, i.name, i.uuid, i.memory_bytes, i.sm_count, i.compute_capability,
+                   i.peers, i.software});
   }
   return out;
 }

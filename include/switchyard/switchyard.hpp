@@ -120,6 +120,9 @@ struct DeviceDescription {
   int sm_count = 0;
   std::string compute_capability;
   std::vector<std::string> peers;  ///< GPUs it can access directly
+  /// The driver and libraries behind it ("oneDNN 2.6.3"; a GPU's driver, CUDA runtime, cuDNN
+  /// and cuBLASLt versions), as the compile cache's identity records them.
+  std::string software;
 };
 
 /// The devices `options` makes available, in placement order, with what discovery found.

@@ -32,15 +32,16 @@ void add_devices_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--sim-config", options->sim_config, "JSON file declaring simulated devices");
   cmd->callback([options, &exit_code] {
     fmt::print("devices:\n");
-    fmt::print("  cpu: {}, {} hardware threads\n", cpu_model_name(),
-               std::thread::hardware_concurrency());
     for (const DeviceDescription& d : describe_devices(*options)) {
+      if (d.kind == "cpu")
+        fmt::print("  cpu: {}, {} hardware threads, {}\n", cpu_model_name(),
+                   std::thread::hardware_concurrency(), d.software);
       if (d.kind == "sim") fmt::print("  {}: simulated accelerator (declared)\n", d.id);
       if (d.kind != "cuda") continue;
-      fmt::print("  {}: {}, {}, {:.1f} GiB, {} SMs, compute capability {}, peers: {}\n", d.id,
-                 d.name, d.uuid, static_cast<double>(d.memory_bytes) / (1 << 30), d.sm_count,
-                 d.compute_capability,
-                 d.peers.empty() ? "none" : fmt::format("{}", fmt::join(d.peers, ", ")));
+      fmt::print(
+          "  {}: {}, {}, {:.1f} GiB, {} SMs, compute capability {}, peers: {}; {}\n", d.id, d.name,
+          d.uuid, static_cast<double>(d.memory_bytes) / (1 << 30), d.sm_count, d.compute_capability,
+          d.peers.empty() ? "none" : fmt::format("{}", fmt::join(d.peers, ", ")), d.software);
     }
     fmt::print("backends:\n");
     for (const BackendStatus& b : backend_status()) {
