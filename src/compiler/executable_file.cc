@@ -329,7 +329,9 @@ void check_record(const Reader& rd, const PlacementRecord& r, const ir::Graph& g
       SY_CHECK(device_ok(c.from_device) && device_ok(c.to_device), InvalidModel,
                "{}: a copy of '{}' names a device out of range", file, c.value);
       const ir::Value* v = value(c.value);
-      SY_CHECK(v->is_constant() || where[v].count(c.from_device), InvalidModel,
+      SY_CHECK(!v->is_constant(), InvalidModel, "{}: the placement copies the constant '{}'", file,
+               c.value);
+      SY_CHECK(where[v].count(c.from_device), InvalidModel,
                "{}: value '{}' is copied from {} before it is there", file, c.value,
                r.devices[static_cast<size_t>(c.from_device)].id);
       if (!shape_only) where[v].insert(c.to_device);
@@ -358,8 +360,11 @@ void check_record(const Reader& rd, const PlacementRecord& r, const ir::Graph& g
     std::set<const ir::Value*> local;
     for (size_t k = 0; k < part.inputs.size(); ++k) {
       const ir::Value* v = value(part.inputs[k]);
+      // Constants live in every partition that reads them; they never cross as inputs.
+      SY_CHECK(!v->is_constant(), InvalidModel,
+               "{}: partition {} takes the constant '{}' as an input", file, p, part.inputs[k]);
       int at = part.input_on_host[k] ? 0 : part.device;
-      SY_CHECK(v->is_constant() || where[v].count(at) || shape_only.count(v), InvalidModel,
+      SY_CHECK(where[v].count(at) || shape_only.count(v), InvalidModel,
                "{}: partition {} reads '{}' on {} before it is there", file, p, part.inputs[k],
                r.devices[static_cast<size_t>(at)].id);
       local.insert(v);

@@ -261,6 +261,13 @@ TEST(SavedExecutable, BadFilesAreErrorsNamingTheFile) {
   sim_bytes.replace(flag, std::strlen("\"input_on_host\":[0]"), "\"input_on_host\":[1]");
   fix_checksum(sim_bytes);
   expect_refused(sim_bytes, ErrorCode::InvalidModel, "in host memory, which sim:0 does not take");
+  // A constant named as a partition input (constants never cross partitions).
+  size_t input = bytes.find("\"inputs\":[\"x\"]");
+  ASSERT_NE(input, std::string::npos);
+  std::string constant = bytes;
+  constant.replace(input, std::strlen("\"inputs\":[\"x\"]"), "\"inputs\":[\"b\"]");
+  fix_checksum(constant);
+  expect_refused(constant, ErrorCode::InvalidModel, "takes the constant 'b' as an input");
   EXPECT_NO_THROW(Executable::load(good.string(), options));
   expect_error([&] { Executable::load(temp_file("absent.syx").string(), options); },
                ErrorCode::InvalidArgument, "cannot open");
