@@ -16,23 +16,13 @@ models=("$@")
 [ ${#models[@]} -gt 0 ] || models=(resnet50 mobilenet_v2 squeezenet1_1 bert_base gpt_decoder)
 rounds=${ROUNDS:-5}
 threads=${THREADS:-1}
-reference=$repo/../shared/reference
-ref_models=$build/reference_models
-ort_dir=$build/ort_reference
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-mkdir -p "$ref_models"
-for m in "${models[@]}"; do
-  if [ ! -f "$ref_models/$m.onnx" ]; then
-    (cd "$reference" && REFERENCE_MODELS=$ref_models /usr/bin/python3 make_models.py "$m")
-  fi
-done
-if [ ! -d "$ort_dir/node_modules/onnxruntime-node" ]; then
-  mkdir -p "$ort_dir"
-  cp "$reference"/{ort_bench.js,package.json,.npmrc} "$ort_dir/"
-  (cd "$ort_dir" && npm install --ignore-scripts --no-audit --no-fund >/dev/null)
-fi
+# shellcheck source=bench/reference_setup.sh
+. "$repo/bench/reference_setup.sh"
+ensure_reference_models "${models[@]}"
+ensure_ort
 cp "$repo/bench/ort_session.js" "$ort_dir/"
 
 sy() {  # mode model file [flags...]: one fresh process, one timed run

@@ -13,21 +13,10 @@ shift || true
 models=("$@")
 [ ${#models[@]} -gt 0 ] || models=(resnet50 bert_base)
 iters=${ITERS:-20}
-reference=$repo/../shared/reference
-ref_models=$build/reference_models
-ort_dir=$build/ort_reference
-
-mkdir -p "$ref_models"
-for m in "${models[@]}"; do
-  if [ ! -f "$ref_models/$m.onnx" ]; then
-    (cd "$reference" && REFERENCE_MODELS=$ref_models /usr/bin/python3 make_models.py "$m")
-  fi
-done
-if [ ! -d "$ort_dir/node_modules/onnxruntime-node" ]; then
-  mkdir -p "$ort_dir"
-  cp "$reference"/{ort_bench.js,package.json,.npmrc} "$ort_dir/"
-  (cd "$ort_dir" && npm install --ignore-scripts --no-audit --no-fund >/dev/null)
-fi
+# shellcheck source=bench/reference_setup.sh
+. "$repo/bench/reference_setup.sh"
+ensure_reference_models "${models[@]}"
+ensure_ort
 
 baseline=${BASELINE_FLAGS:-}
 sy_p50() {  # model threads [flags...]

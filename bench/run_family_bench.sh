@@ -16,8 +16,8 @@ models_dir=$(cd "${FAMILY_MODELS:-$build/family_models}" && pwd)
 iters=${ITERS:-10}
 read -r -a threads <<<"${THREADS:-1}"
 lock=${LOCK:-/tmp/sy-bench.lock}
-reference=$repo/../shared/reference
-ort_dir=$build/ort_reference
+# shellcheck source=bench/reference_setup.sh
+. "$repo/bench/reference_setup.sh"
 
 models=("$@")
 if [ ${#models[@]} -eq 0 ]; then
@@ -26,11 +26,7 @@ if [ ${#models[@]} -eq 0 ]; then
     models+=("$(basename "$f" .onnx)")
   done
 fi
-if [ ! -d "$ort_dir/node_modules/onnxruntime-node" ]; then
-  mkdir -p "$ort_dir"
-  cp "$reference"/{ort_bench.js,package.json,.npmrc} "$ort_dir/"
-  (cd "$ort_dir" && npm install --ignore-scripts --no-audit --no-fund >/dev/null)
-fi
+ensure_ort
 
 err=$(mktemp)
 trap 'rm -f "$err"' EXIT

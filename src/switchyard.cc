@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -84,6 +85,17 @@ std::vector<ValueInfo> Model::outputs() const { return describe_values(graph_->o
 
 namespace {
 
+// The --memory-limit entries as (device, bytes), each parsed and checked once.
+std::vector<std::pair<std::string, uint64_t>> memory_limits_of(const Options& o) {
+  std::vector<std::pair<std::string, uint64_t>> out;
+  for (const auto& limit : o.memory_limits) {
+    auto [device, bytes] = placement::parse_memory_limit(limit);
+    SY_CHECK(bytes > 0, InvalidArgument, "--memory-limit {}: the limit must be positive", limit);
+    out.emplace_back(device, bytes);
+  }
+  return out;
+}
+
 placement::Policy make_policy(const Options& o) {
   placement::Policy p;
   p.compute_units = placement::parse_compute_units(o.compute_units);
@@ -91,11 +103,9 @@ placement::Policy make_policy(const Options& o) {
   for (const auto& pin : o.pins) p.pins.push_back(placement::parse_pin(pin));
   p.fallback = placement::parse_fallback(o.fallback);
   p.min_partition_nodes = o.min_partition_nodes;
-  for (const auto& limit : o.memory_limits) {
-    auto [device, bytes] = placement::parse_memory_limit(limit);
+  for (const auto& [device, bytes] : memory_limits_of(o))
     SY_CHECK(p.memory_limits.emplace(device, bytes).second, InvalidArgument,
              "--memory-limit {}: the device has two limits", device);
-  }
   p.split = placement::parse_split(o.split);
   return p;
 }
@@ -106,12 +116,9 @@ std::vector<std::shared_ptr<const backends::Backend>> make_devices(const Options
            "--sim and --sim-config both declare simulated devices; give one of them");
   std::vector<std::shared_ptr<const backends::Backend>> devices;
   backends::PluginConfig config;
-  for (const auto& limit : o.memory_limits) {
-    auto [device, bytes] = placement::parse_memory_limit(limit);
-    SY_CHECK(bytes > 0, InvalidArgument, "--memory-limit {}: the limit must be positive", limit);
-    // A GPU's limit caps its allocator (device state); the cpu's is per run (compile_options).
+  // A GPU's limit caps its allocator (device state); the cpu's is per run (compile_options).
+  for (const auto& [device, bytes] : memory_limits_of(o))
     if (device != "cpu") config.memory_limits[device] = bytes;
-  }
   devices.push_back(std::make_shared<cpu::CpuBackend>());
   for (auto& d : plugins::create_plugin_backends(config)) devices.push_back(std::move(d));
   std::vector<std::shared_ptr<backends::Backend>> sims =
@@ -213,10 +220,8 @@ compiler::CompileOptions compile_options(const Options& options) {
   co.policy = make_policy(options);
   co.backend = compiler::backend_options(options.precision, options.fusion, options.cuda_graphs);
   co.user_options = options_json(options).dump();
-  for (const auto& limit : options.memory_limits) {
-    auto [device, bytes] = placement::parse_memory_limit(limit);
+  for (const auto& [device, bytes] : memory_limits_of(options))
     if (device == "cpu") co.run_memory_limits[device] = bytes;
-  }
   return co;
 }
 
@@ -299,7 +304,6 @@ Executable Executable::load(const std::string& path, const Options& options) {
     }
     auto devices = make_devices(here);
     compiler::CompileOptions co = compile_options(here);
-    co.user_options = options_json(here).dump();
     std::vector<std::string> missing = compiler::missing_devices(saved, devices);
     Executable exe;
     if (missing.empty() || !options.allow_relower) {
@@ -353,6 +357,42 @@ std::string identity_options(const Options& o) {
 
 }  // namespace
 
+// A compile through `cache`: `id` identifies it before any import. A hit loads the entry; a
+// miss compiles the graph `import` gives (which may add the external data files it read to
+// `id`) and stores it. `prior_load_ms` is what loading the model took before `start`.
+struct ExecutableAccess {
+  static Executable compile_cached(
+      const compiler::CompileCache& cache, compiler::CompileIdentity id, const Options& options,
+      std::chrono::steady_clock::time_point start, double prior_load_ms,
+      const std::function<std::unique_ptr<ir::Graph>(compiler::CompileIdentity&)>& import);
+};
+
+Executable ExecutableAccess::compile_cached(
+    const compiler::CompileCache& cache, compiler::CompileIdentity id, const Options& options,
+    std::chrono::steady_clock::time_point start, double prior_load_ms,
+    const std::function<std::unique_ptr<ir::Graph>(compiler::CompileIdentity&)>& import) {
+  compiler::CompileOptions co = compile_options(options);
+  id.options = identity_options(options);
+  auto devices = make_devices(options);
+  std::string key = cache.key(id, devices);
+  Executable exe;
+  if (auto saved = cache.find(key, id.model_folder)) {
+    exe.impl_ = compiler::instantiate(std::move(*saved), std::move(devices), co);
+    exe.stats_.cache = "hit";
+    exe.stats_.load_ms = prior_load_ms + ms_since(start);
+    return exe;
+  }
+  auto import_start = std::chrono::steady_clock::now();
+  std::unique_ptr<ir::Graph> graph = import(id);
+  double import_ms = ms_since(import_start);
+  exe.impl_ = compiler::compile(std::move(graph), std::move(devices), co);
+  exe.stats_.cache = "miss";
+  exe.stats_.load_ms = prior_load_ms + import_ms;
+  exe.stats_.compile_ms = ms_since(start) - import_ms;
+  cache.store(key, *exe.impl_, co.user_options, id);
+  return exe;
+}
+
 Executable compile_file(const std::string& path, const Options& options) {
   if (is_executable_file(path)) return Executable::load(path, options);
   std::optional<compiler::CompileCache> cache =
@@ -364,49 +404,30 @@ Executable compile_file(const std::string& path, const Options& options) {
     compiler::CompileIdentity id;
     id.model_hash = compiler::file_hash(path);
     id.model_folder = std::filesystem::path(path).parent_path().string();
-    id.options = identity_options(options);
-    auto devices = make_devices(options);
-    std::string key = cache->key(id, devices);
-    if (auto saved = cache->find(key, id.model_folder)) {
-      Executable exe;
-      exe.impl_ =
-          compiler::instantiate(std::move(*saved), std::move(devices), compile_options(options));
-      exe.stats_.cache = "hit";
-      exe.stats_.load_ms = ms_since(start);
-      return exe;
-    }
-    return Model::load(path).compile(options);  // a miss: stores the entry
+    return ExecutableAccess::compile_cached(*cache, std::move(id), options, start, 0,
+                                            [&](compiler::CompileIdentity& identity) {
+                                              onnx_import::ModelInfo info;
+                                              auto graph = onnx_import::import_model(path, &info);
+                                              identity.external_files = info.external_files;
+                                              return graph;
+                                            });
   });
 }
 
 Executable Model::compile_graph(const Options& options) {
   auto start = std::chrono::steady_clock::now();
-  compiler::CompileOptions co = compile_options(options);
-  std::optional<compiler::CompileCache> cache = cache_of(options);
-  if (cache) {
+  if (std::optional<compiler::CompileCache> cache = cache_of(options)) {
     compiler::CompileIdentity id;
     id.model_hash = file_hash_ ? file_hash_ : compiler::graph_hash(*graph_);
     id.model_folder = folder_;
     id.external_files = external_files_;
-    id.options = identity_options(options);
-    auto devices = make_devices(options);
-    std::string key = cache->key(id, devices);
-    Executable exe;
-    if (auto saved = cache->find(key, id.model_folder)) {
-      exe.impl_ = compiler::instantiate(std::move(*saved), std::move(devices), co);
-      exe.stats_.cache = "hit";
-      exe.stats_.load_ms = load_ms_ + ms_since(start);
-      graph_.reset();
-      return exe;
-    }
-    std::unique_ptr<ir::Graph> graph(graph_.release());
-    exe.impl_ = compiler::compile(std::move(graph), std::move(devices), co);
-    exe.stats_.cache = "miss";
-    exe.stats_.load_ms = load_ms_;
-    exe.stats_.compile_ms = ms_since(start);
-    cache->store(key, *exe.impl_, co.user_options, id);
+    Executable exe = ExecutableAccess::compile_cached(
+        *cache, std::move(id), options, start, load_ms_,
+        [&](compiler::CompileIdentity&) { return std::unique_ptr<ir::Graph>(graph_.release()); });
+    graph_.reset();  // consumed on a hit too
     return exe;
   }
+  compiler::CompileOptions co = compile_options(options);
   auto devices = make_devices(options);
   std::unique_ptr<ir::Graph> graph(graph_.release());
   Executable exe;

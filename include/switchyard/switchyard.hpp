@@ -257,7 +257,7 @@ class SWITCHYARD_API Executable {
 
  private:
   friend class Model;
-  friend Executable compile_file(const std::string& path, const Options& options);
+  friend struct ExecutableAccess;  // the library's own constructors (src/switchyard.cc)
   std::shared_ptr<const compiler::CompiledModel> impl_;
   CompileStats stats_;
 };

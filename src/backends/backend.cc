@@ -94,11 +94,14 @@ const char* precision_name(Precision p) {
   return "fp32";
 }
 
-CostEstimate Backend::estimate(const ir::Node& node, const CompileOptions&) const {
+CostEstimate estimate_at(const ir::Node& node, double gflops, double gbytes_per_s) {
   CostEstimate e = estimate_node_work(node);
-  const runtime::DeviceInfo& d = device();
-  e.microseconds = e.flops / (d.gflops * 1e3) + e.bytes / (d.gbytes_per_s * 1e3);
+  e.microseconds = e.flops / (gflops * 1e3) + e.bytes / (gbytes_per_s * 1e3);
   return e;
+}
+
+CostEstimate Backend::estimate(const ir::Node& node, const CompileOptions&) const {
+  return estimate_at(node, device().gflops, device().gbytes_per_s);
 }
 
 std::unique_ptr<runtime::CompiledPartition> compile_program_partition(

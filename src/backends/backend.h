@@ -83,5 +83,7 @@ std::unique_ptr<runtime::CompiledPartition> compile_program_partition(
     const Partition& partition, const runtime::KernelRegistry& registry);
 /// FLOPs and bytes of a node from its static types (shared by every backend's estimate()).
 CostEstimate estimate_node_work(const ir::Node& node);
+/// estimate_node_work with the time it takes at `gflops` and `gbytes_per_s`.
+CostEstimate estimate_at(const ir::Node& node, double gflops, double gbytes_per_s);
 
 }  // namespace switchyard::backends

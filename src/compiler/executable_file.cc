@@ -443,12 +443,12 @@ bool is_executable_file(const std::string& path) {
 void write_executable(const std::string& path, const CompiledModel& model,
                       const std::string& options, const std::string& cache) {
   // The weights: every constant of 1 KiB or more, 64-byte aligned in their section.
-  std::vector<const ir::Tensor*> weights;
+  std::vector<std::pair<const ir::Tensor*, uint64_t>> weights;  // each with its offset
   uint64_t weights_bytes = 0;
   onnx_import::ExportOptions eo;
   eo.external = [&](const ir::Tensor& t) {
     uint64_t at = align_up(weights_bytes);
-    weights.push_back(&t);
+    weights.emplace_back(&t, at);
     weights_bytes = at + t.nbytes();
     return std::make_pair(std::string(kWeightsLocation), at);
   };
@@ -493,30 +493,24 @@ void write_executable(const std::string& path, const CompiledModel& model,
   SY_CHECK(out.good(), InvalidArgument, "executable '{}': cannot write '{}'", path, tmp.string());
   XXH3_state_t* state = XXH3_createState();
   XXH3_64bits_reset(state);
-  uint64_t written = 0;
+  // The header's own 32 bytes are outside the checksum (it is written into them at the end).
+  out.write(head.data(), static_cast<std::streamsize>(head.size()));
+  XXH3_64bits_update(state, head.data() + kHeaderBytes, head.size() - kHeaderBytes);
+  uint64_t written = head.size();
   auto emit = [&](const void* data, size_t n) {
     out.write(static_cast<const char*>(data), static_cast<std::streamsize>(n));
-    if (written >= kHeaderBytes) {
-      XXH3_64bits_update(state, data, n);
-    } else {
-      size_t skip = static_cast<size_t>(std::min<uint64_t>(kHeaderBytes - written, n));
-      XXH3_64bits_update(state, static_cast<const char*>(data) + skip, n - skip);
-    }
+    XXH3_64bits_update(state, data, n);
     written += n;
   };
   const std::string zeros(kAlign, '\0');
   auto pad_to = [&](uint64_t at) { emit(zeros.data(), static_cast<size_t>(at - written)); };
-  emit(head.data(), head.size());
   emit(meta_bytes.data(), meta_bytes.size());
   pad_to(model_at);
   emit(model_bytes.data(), model_bytes.size());
   pad_to(weights_at);
-  uint64_t w = 0;
-  for (const ir::Tensor* t : weights) {
-    uint64_t at = align_up(w);
+  for (const auto& [t, at] : weights) {
     pad_to(weights_at + at);
     emit(t->raw(), t->nbytes());
-    w = at + t->nbytes();
   }
   uint64_t checksum = XXH3_64bits_digest(state);
   XXH3_freeState(state);

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "compiler/dense_model.h"
 #include "ir/graph.h"
 #include "onnx/export.h"
 #include "support/op_test_util.h"
@@ -20,20 +21,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using ir::DType;
-
-// x float[N,64] -> MatMul(W) -> Relu -> Add(b) -> Softmax, with W's seed.
-std::unique_ptr<ir::Graph> dense_graph(uint64_t seed = 1) {
-  auto g = std::make_unique<ir::Graph>("dense");
-  ir::Value* x =
-      g->add_input("x", ir::Type::tensor(DType::Float32, ir::Shape{ir::Dim("N"), ir::Dim(64)}));
-  ir::Value* w = g->add_constant("w", random_tensor(DType::Float32, {64, 64}, seed));
-  ir::Value* b = g->add_constant("b", random_tensor(DType::Float32, {64}, 2));
-  ir::Value* m = g->add_node("MatMul", "matmul", {x, w}, {"m"})->output(0);
-  ir::Value* r = g->add_node("Relu", "relu", {m}, {"r"})->output(0);
-  ir::Value* a = g->add_node("Add", "add", {r, b}, {"a"})->output(0);
-  g->add_output(g->add_node("Softmax", "softmax", {a}, {"y"})->output(0));
-  return g;
-}
 
 // A fresh folder for one test: the model files and the cache beside them.
 struct Folder {
@@ -51,16 +38,6 @@ struct Folder {
     return n;
   }
 };
-
-void write_file(const fs::path& p, const std::string& bytes) {
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 // Writes the graph as an ONNX file; with `external`, W's bytes go to `external` beside it.
 fs::path write_model(const fs::path& dir, const ir::Graph& g, const std::string& external = "") {
@@ -86,14 +63,6 @@ Options cached(const Folder& f) {
   return o;
 }
 
-std::map<std::string, Tensor> inputs() {
-  return {{"x", random_tensor(DType::Float32, {3, 64}, 9)}};
-}
-
-bool same_bits(const Tensor& a, const Tensor& b) {
-  return a.shape() == b.shape() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
-}
-
 TEST(CompileCache, ASecondCompileIsAHitWithTheSameBitsAndReport) {
   Folder f("cache_hit");
   fs::path model = write_model(f.root, *dense_graph());
@@ -104,7 +73,7 @@ TEST(CompileCache, ASecondCompileIsAHitWithTheSameBitsAndReport) {
   EXPECT_EQ(second.compile_stats().cache, "hit");
   EXPECT_EQ(second.compile_stats().compile_ms, 0);
   EXPECT_EQ(second.explain("json"), first.explain("json"));
-  EXPECT_TRUE(same_bits(second.run(inputs()).at("y"), first.run(inputs()).at("y")));
+  EXPECT_TRUE(same_bits(second.run(dense_inputs()).at("y"), first.run(dense_inputs()).at("y")));
   // Model::load + compile shares the entries (the same identity).
   EXPECT_EQ(Model::load(model.string()).compile(cached(f)).compile_stats().cache, "hit");
   // Threads and the shape cache are not part of the identity.
@@ -156,7 +125,7 @@ TEST(CompileCache, OneChangedOptionWeightByteOrExternalFileIsAMiss) {
   write_file(g.root / "weights.bin", weights);
   Executable after = compile_file(ext_model.string(), cached(g));
   EXPECT_EQ(after.compile_stats().cache, "miss");
-  EXPECT_FALSE(same_bits(after.run(inputs()).at("y"), before.run(inputs()).at("y")))
+  EXPECT_FALSE(same_bits(after.run(dense_inputs()).at("y"), before.run(dense_inputs()).at("y")))
       << "the changed weights must be the ones that run";
   EXPECT_EQ(compile_file(ext_model.string(), cached(g)).compile_stats().cache, "hit");
 }
@@ -175,7 +144,7 @@ TEST(CompileCache, TwoProcessesFillingOneFolderLeaveWholeEntries) {
           Options o = cached(f);
           o.fusion = round % 2 == 0;  // two entries, each written by both processes
           Executable exe = compile_file(model.string(), o);
-          (void)exe.run(inputs());
+          (void)exe.run(dense_inputs());
         }
       } catch (const std::exception& e) {
         std::fprintf(stderr, "child: %s\n", e.what());
@@ -216,7 +185,7 @@ TEST(CompileCache, ACorruptEntryIsRemovedWithOneLineAndRebuilt) {
   EXPECT_NE(err.find("removed the corrupt entry"), std::string::npos) << err;
   EXPECT_NE(err.find("checksum"), std::string::npos) << err;
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
-  EXPECT_TRUE(same_bits(rebuilt.run(inputs()).at("y"), first.run(inputs()).at("y")));
+  EXPECT_TRUE(same_bits(rebuilt.run(dense_inputs()).at("y"), first.run(dense_inputs()).at("y")));
   EXPECT_EQ(compile_file(model.string(), cached(f)).compile_stats().cache, "hit");
 }
 

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <random>
 
+#include "compiler/dense_model.h"
 #include "ir/graph.h"
 #include "support/op_test_util.h"
 #include "switchyard/switchyard.hpp"
@@ -20,46 +21,12 @@ namespace {
 namespace fs = std::filesystem;
 using ir::DType;
 
-// x float[N,64] -> MatMul(W) -> Relu -> Add(b) -> Softmax: a 16 KiB weight goes to the
-// weights section, the bias stays inline.
-std::unique_ptr<ir::Graph> dense_graph() {
-  auto g = std::make_unique<ir::Graph>("dense");
-  ir::Value* x =
-      g->add_input("x", ir::Type::tensor(DType::Float32, ir::Shape{ir::Dim("N"), ir::Dim(64)}));
-  ir::Value* w = g->add_constant("w", random_tensor(DType::Float32, {64, 64}, 1));
-  ir::Value* b = g->add_constant("b", random_tensor(DType::Float32, {64}, 2));
-  ir::Value* m = g->add_node("MatMul", "matmul", {x, w}, {"m"})->output(0);
-  ir::Value* r = g->add_node("Relu", "relu", {m}, {"r"})->output(0);
-  ir::Value* a = g->add_node("Add", "add", {r, b}, {"a"})->output(0);
-  g->add_output(g->add_node("Softmax", "softmax", {a}, {"y"})->output(0));
-  return g;
-}
-
 fs::path temp_file(const std::string& name) { return fs::path(::testing::TempDir()) / name; }
-
-std::string read_all(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-void write_all(const fs::path& p, const std::string& bytes) {
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
 
 // Recomputes the header's checksum after an edit, so the edit reaches the reader's later checks.
 void fix_checksum(std::string& bytes) {
   uint64_t sum = XXH3_64bits(bytes.data() + 32, bytes.size() - 32);
   std::memcpy(bytes.data() + 24, &sum, sizeof(sum));
-}
-
-bool same_bits(const Tensor& a, const Tensor& b) {
-  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
-         std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
-}
-
-std::map<std::string, Tensor> dense_inputs(int64_t n = 3) {
-  return {{"x", random_tensor(DType::Float32, {n, 64}, 9)}};
 }
 
 fs::path saved_dense(const std::string& name, const Options& options) {
@@ -199,11 +166,11 @@ TEST(SavedExecutable, BadFilesAreErrorsNamingTheFile) {
   Options options;
   options.num_threads = 1;
   fs::path good = saved_dense("good.syx", options);
-  const std::string bytes = read_all(good);
+  const std::string bytes = read_file(good);
   ASSERT_GT(bytes.size(), 16384u);
   fs::path bad = temp_file("bad.syx");
   auto expect_refused = [&](const std::string& content, ErrorCode code, const std::string& what) {
-    write_all(bad, content);
+    write_file(bad, content);
     SCOPED_TRACE(what);
     expect_error([&] { Executable::load(bad.string(), options); }, code, bad.string());
     expect_error([&] { Executable::load(bad.string(), options); }, code, what);
@@ -255,7 +222,7 @@ TEST(SavedExecutable, BadFilesAreErrorsNamingTheFile) {
   sim.device = "sim:0";
   sim.pins = {"*=sim:0"};  // all on sim:0, however small (else copies would cost more)
   fs::path on_sim = saved_dense("on_sim.syx", sim);
-  std::string sim_bytes = read_all(on_sim);
+  std::string sim_bytes = read_file(on_sim);
   size_t flag = sim_bytes.find("\"input_on_host\":[0]");
   ASSERT_NE(flag, std::string::npos);
   sim_bytes.replace(flag, std::strlen("\"input_on_host\":[0]"), "\"input_on_host\":[1]");

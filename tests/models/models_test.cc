@@ -11,6 +11,7 @@
 #include <random>
 
 #include "compiler/compiler.h"
+#include "support/op_test_util.h"
 #include "switchyard/switchyard.hpp"
 #include "tooling/npz.h"
 
@@ -133,11 +134,6 @@ TEST_P(ReferenceModel, MatchesTorchAndIsBatchConsistent) {
   }
 }
 
-bool same_bits(const Tensor& a, const Tensor& b) {
-  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
-         std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
-}
-
 // Save -> load -> run gives the same bits and the same placement report as the executable that
 // was saved, on the cpu, on a simulated device, and split over two.
 TEST_P(ReferenceModel, SavedExecutablesRunBitIdentically) {
@@ -173,7 +169,7 @@ TEST_P(ReferenceModel, SavedExecutablesRunBitIdentically) {
     auto want = exe.run(inputs);
     auto got = loaded.run(inputs);
     ASSERT_EQ(got.size(), want.size());
-    for (const auto& [name, t] : want) EXPECT_TRUE(same_bits(got.at(name), t)) << name;
+    for (const auto& [name, t] : want) EXPECT_TRUE(testing::same_bits(got.at(name), t)) << name;
     fs::remove(file);
   }
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <thread>
 
@@ -101,6 +102,11 @@ void expect_error_naming_node(const OpCase& c, const std::string& fragment) {
     EXPECT_NE(msg.find("node 'node'"), std::string::npos) << msg;
     EXPECT_NE(msg.find(fragment), std::string::npos) << msg;
   }
+}
+
+bool same_bits(const ir::Tensor& a, const ir::Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
+         std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
 }
 
 void expect_error(const std::function<void()>& f, ErrorCode code, const std::string& fragment) {

@@ -87,6 +87,9 @@ class GraphCase {
   std::unique_ptr<runtime::GraphProgram> program_;
 };
 
+/// Same dtype, shape and bytes (bit for bit: NaN payloads and signed zeros count).
+bool same_bits(const ir::Tensor& a, const ir::Tensor& b);
+
 /// Seeded uniform values in [lo, hi) (integers: rounded; bool: random).
 ir::Tensor random_tensor(ir::DType dtype, std::vector<int64_t> shape, uint64_t seed,
                          double lo = -1.0, double hi = 1.0);

@@ -51,19 +51,14 @@ void expect_refused(const std::function<void()>& f, const std::vector<std::strin
   }
 }
 
-bool same_bytes(const ir::Tensor& a, const ir::Tensor& b) {
-  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
-         std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
-}
-
 TEST(ResolveInputs, TakesInputsByNameAndByInDotName) {
   auto g = two_input_graph();
   ir::Tensor x = random_tensor(DType::Float32, {3, 4}, 1);
   ir::Tensor l = random_tensor(DType::Int64, {3}, 2, -9, 9);
   ResolvedInputs r = resolve(*g, {{"X", x}, {"in.L", l}});
   ASSERT_EQ(r.values.size(), 2u);
-  EXPECT_TRUE(same_bytes(r.values[0].tensor, x));
-  EXPECT_TRUE(same_bytes(r.values[1].tensor, l));
+  EXPECT_TRUE(testing::same_bits(r.values[0].tensor, x));
+  EXPECT_TRUE(testing::same_bits(r.values[1].tensor, l));
   EXPECT_EQ(r.origins, (std::vector<std::string>{"from in.npz", "from in.npz"}));
   EXPECT_TRUE(r.ignored_keys.empty());
 }
@@ -119,7 +114,7 @@ TEST(ResolveInputs, MissingInputIsAnErrorUnlessSeedIsGiven) {
   EXPECT_EQ(seeded.shape(), (std::vector<int64_t>{3}));
   InputSpec bound = spec;
   bound.dims["N"] = 3;
-  EXPECT_TRUE(same_bytes(seeded, make_seeded_input(declared_of(g->inputs())[1], 1, bound)));
+  EXPECT_TRUE(testing::same_bits(seeded, make_seeded_input(declared_of(g->inputs())[1], 1, bound)));
 }
 
 TEST(ResolveInputs, WithoutAFileEveryInputIsSeeded) {
@@ -134,7 +129,7 @@ TEST(ResolveInputs, WithoutAFileEveryInputIsSeeded) {
   // Seeded values are not all zeros or ones, and differ between seeds.
   spec.seed = 4;
   ResolvedInputs other = resolve(*g, {}, spec, false, "");
-  EXPECT_FALSE(same_bytes(r.values[0].tensor, other.values[0].tensor));
+  EXPECT_FALSE(testing::same_bits(r.values[0].tensor, other.values[0].tensor));
 }
 
 TEST(ResolveInputs, RefusesAShapeThatContradictsDimOrShape) {

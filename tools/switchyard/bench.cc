@@ -139,7 +139,7 @@ int bench_command(const BenchArgs& args) {
 
   // A saved executable or a compile-cache hit is loaded (load_ms, compile_ms 0); a model is
   // imported (load_ms) and compiled (compile_ms).
-  Executable exe = open_model(args.model, options);
+  Executable exe = compile_file(args.model, options);
   const CompileStats& compiled = exe.compile_stats();
   std::vector<Datum> inputs = resolve_input_options(args.inputs, exe).values;
 

@@ -29,8 +29,4 @@ void add_placement_options(CLI::App* cmd, Options& o) {
                   "bound of the cache folder; least recently used entries go (default 4 GiB)");
 }
 
-Executable open_model(const std::string& path, const Options& options) {
-  return compile_file(path, options);
-}
-
 }  // namespace switchyard::tools

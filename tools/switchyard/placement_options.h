@@ -13,8 +13,4 @@ namespace switchyard::tools {
 /// the option).
 void add_placement_options(CLI::App* cmd, Options& options);
 
-/// A saved executable (.syx, by its first bytes) loaded under `options`, or an ONNX model
-/// compiled under them, through the compile cache when one is set (compile_file).
-Executable open_model(const std::string& path, const Options& options);
-
 }  // namespace switchyard::tools

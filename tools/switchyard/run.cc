@@ -42,7 +42,7 @@ int run_command(const RunArgs& args) {
   run_options.deadline_ms = args.deadline_ms;
   Options options = args.options;
   options.num_threads = args.threads;
-  Executable exe = open_model(args.model, options);
+  Executable exe = compile_file(args.model, options);
   const std::vector<ValueInfo> input_info = exe.inputs(), output_info = exe.outputs();
 
   tooling::ResolvedInputs resolved = resolve_input_options(args.inputs, exe);

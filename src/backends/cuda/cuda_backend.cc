@@ -72,11 +72,10 @@ runtime::Support CudaBackend::supports(const ir::Node& node) const {
 
 backends::CostEstimate CudaBackend::estimate(const ir::Node& node,
                                              const backends::CompileOptions& options) const {
-  backends::CostEstimate e = backends::estimate_node_work(node);
   double gflops = info_.gflops;
   if (options.precision == Precision::Fp16 || options.precision == Precision::Bf16) gflops *= 16;
   if (options.precision == Precision::Tf32) gflops *= 8;
-  e.microseconds = e.flops / (gflops * 1e3) + e.bytes / (info_.gbytes_per_s * 1e3);
+  backends::CostEstimate e = backends::estimate_at(node, gflops, info_.gbytes_per_s);
   e.microseconds += 2.0;  // a kernel launch (hidden by CUDA graphs, but not free)
   return e;
 }
