@@ -1,5 +1,6 @@
 #include "compiler/compiler.h"
 
+#include <algorithm>
 #include <set>
 
 #include "ir/check.h"
@@ -67,9 +68,21 @@ runtime::ExecutionPlan make_plan(const ir::Graph& graph, const placement::Placem
     }
     for (const ir::Value* v : part.outputs) step.outputs.push_back(id_of(v));
   }
+  // A copy or a shape transfer before a partition reads its value there too (a saved file's
+  // record may copy a value no partition reads afterwards); a final copy keeps it to the end.
   std::set<int> keep;
   for (const ir::Value* v : graph.outputs())
     if (!v->is_constant()) keep.insert(id_of(v));
+  for (const auto* list : {&pl.copies, &pl.shape_transfers})
+    for (const auto& c : *list) {
+      int id = id_of(c.value);
+      if (c.before_partition < 0) {
+        keep.insert(id);
+      } else {
+        int& last = last_use.try_emplace(id, c.before_partition).first->second;
+        last = std::max(last, c.before_partition);
+      }
+    }
   for (auto [id, p] : last_use)
     if (!keep.count(id)) plan.steps[static_cast<size_t>(p)].release_after.push_back(id);
   auto copy_of = [&](const placement::PlannedCopy& c) {

@@ -235,6 +235,28 @@ TEST(SavedExecutable, BadFilesAreErrorsNamingTheFile) {
   constant.replace(input, std::strlen("\"inputs\":[\"x\"]"), "\"inputs\":[\"b\"]");
   fix_checksum(constant);
   expect_refused(constant, ErrorCode::InvalidModel, "takes the constant 'b' as an input");
+  // A final copy of a value no partition reads afterwards (found by fuzz_executable: the run
+  // dropped the value after its last read and the copy found nothing): it runs as the unforged
+  // file does. The copy's bytes come out of the report's policy text, so the sections keep
+  // their offsets.
+  std::string late = read_file(on_sim);
+  const std::string extra = R"({"before":-1,"from":1,"to":0,"value":"x"},)";
+  size_t copies = late.find("\"copies\":[{\"before\"");
+  size_t policy = late.find("\"policy\":\"");
+  ASSERT_NE(copies, std::string::npos);
+  ASSERT_NE(policy, std::string::npos);
+  ASSERT_LT(copies, policy);
+  late.erase(policy + std::strlen("\"policy\":\""), extra.size());
+  late.insert(copies + std::strlen("\"copies\":["), extra);
+  fix_checksum(late);
+  fs::path late_file = temp_file("late_copy.syx");
+  write_file(late_file, late);
+  Executable unforged = Executable::load(on_sim.string(), sim);
+  Executable forged = Executable::load(late_file.string(), sim);
+  auto expected = unforged.run(dense_inputs());
+  auto got = forged.run(dense_inputs());
+  ASSERT_EQ(got.size(), expected.size());
+  EXPECT_TRUE(same_bits(got.at("y"), expected.at("y")));
   EXPECT_NO_THROW(Executable::load(good.string(), options));
   expect_error([&] { Executable::load(temp_file("absent.syx").string(), options); },
                ErrorCode::InvalidArgument, "cannot open");
