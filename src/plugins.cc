@@ -91,7 +91,7 @@ const std::vector<PluginState>& plugin_states() {
 }
 
 std::vector<std::shared_ptr<backends::Backend>> create_plugin_backends(
-    const backends::PluginConfig& config, std::vector<std::string>* statuses) {
+    std::vector<std::string>* statuses) {
   std::vector<std::shared_ptr<backends::Backend>> devices;
   for (const PluginState& s : plugin_states()) {
     if (!s.loaded) {
@@ -99,7 +99,7 @@ std::vector<std::shared_ptr<backends::Backend>> create_plugin_backends(
       continue;
     }
     std::string status;
-    for (auto& d : s.plugin->create(config, &status)) devices.push_back(std::move(d));
+    for (auto& d : s.plugin->create(&status)) devices.push_back(std::move(d));
     if (statuses) statuses->push_back(status);
   }
   return devices;

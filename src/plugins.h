@@ -41,6 +41,6 @@ const std::vector<PluginState>& plugin_states();
 /// did not load or found no device). `statuses`, when given, receives one status line per
 /// plugin (its own line, or why it did not load).
 std::vector<std::shared_ptr<backends::Backend>> create_plugin_backends(
-    const backends::PluginConfig& config, std::vector<std::string>* statuses = nullptr);
+    std::vector<std::string>* statuses = nullptr);
 
 }  // namespace switchyard::plugins

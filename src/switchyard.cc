@@ -115,12 +115,8 @@ std::vector<std::shared_ptr<const backends::Backend>> make_devices(const Options
   SY_CHECK(o.sim_devices == 0 || o.sim_config.empty(), InvalidArgument,
            "--sim and --sim-config both declare simulated devices; give one of them");
   std::vector<std::shared_ptr<const backends::Backend>> devices;
-  backends::PluginConfig config;
-  // A GPU's limit caps its allocator (device state); the cpu's is per run (compile_options).
-  for (const auto& [device, bytes] : memory_limits_of(o))
-    if (device != "cpu") config.memory_limits[device] = bytes;
   devices.push_back(std::make_shared<cpu::CpuBackend>());
-  for (auto& d : plugins::create_plugin_backends(config)) devices.push_back(std::move(d));
+  for (auto& d : plugins::create_plugin_backends()) devices.push_back(std::move(d));
   std::vector<std::shared_ptr<backends::Backend>> sims =
       o.sim_config.empty() ? sim::create_sim_backends(o.sim_devices)
                            : sim::create_sim_backends(sim::parse_sim_config(o.sim_config));
@@ -137,7 +133,7 @@ std::vector<BackendStatus> backend_status() {
                              cpu::cpu_kernels().ops().size())});
   out.push_back({"sim", "", true, "built (declare devices with --sim N or --sim-config FILE)"});
   std::vector<std::string> statuses;
-  plugins::create_plugin_backends({}, &statuses);
+  plugins::create_plugin_backends(&statuses);
   const std::vector<plugins::PluginState>& states = plugins::plugin_states();
   for (size_t i = 0; i < states.size(); ++i)
     out.push_back({states[i].name, states[i].library, states[i].loaded,
@@ -220,8 +216,6 @@ compiler::CompileOptions compile_options(const Options& options) {
   co.policy = make_policy(options);
   co.backend = compiler::backend_options(options.precision, options.fusion, options.cuda_graphs);
   co.user_options = options_json(options).dump();
-  for (const auto& [device, bytes] : memory_limits_of(options))
-    if (device == "cpu") co.run_memory_limits[device] = bytes;
   return co;
 }
 

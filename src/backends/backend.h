@@ -32,6 +32,10 @@ struct CompileOptions {
   bool device_graphs = true;
   /// Fuse inside partitions (backends/fusion and the backends' own chains).
   bool fusion = true;
+  /// The executable's `--memory-limit` on the partition's device (null: none): every pool the
+  /// compiled partition makes there (constants, captured graphs' buffers) is charged to it, as
+  /// are the runs' pools.
+  std::shared_ptr<runtime::MemoryBudget> memory_budget;
 };
 
 /// Estimated cost of one node on a device.

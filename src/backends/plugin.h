@@ -14,24 +14,16 @@
 
 namespace switchyard::backends {
 
-/// How a plugin's devices are set up (device state; what a compile asks of them comes through
-/// Backend::compile's CompileOptions instead).
-struct PluginConfig {
-  /// Device id ("cuda:0", or "cuda:uuid=PREFIX") → byte limit of its allocator.
-  std::map<std::string, uint64_t> memory_limits;
-};
-
 /// Bump when the struct or the seam headers change incompatibly.
-constexpr int kPluginAbiVersion = 2;
+constexpr int kPluginAbiVersion = 3;
 
 struct BackendPlugin {
   int abi_version = kPluginAbiVersion;
   const char* name = "";  ///< "cuda"
-  /// The plugin's devices under `config`. When there are none, returns an empty list and says
-  /// why in `status` ("no CUDA device: ..."); otherwise `status` describes what was found.
-  /// Throws InvalidArgument for a bad config value.
-  std::vector<std::shared_ptr<Backend>> (*create)(const PluginConfig& config,
-                                                  std::string* status) = nullptr;
+  /// The plugin's devices. They hold no option of a compile (precision, memory limits: those
+  /// come through Backend::compile). When there are none, returns an empty list and says why in
+  /// `status` ("no CUDA device: ..."); otherwise `status` describes what was found.
+  std::vector<std::shared_ptr<Backend>> (*create)(std::string* status) = nullptr;
 };
 
 }  // namespace switchyard::backends

@@ -201,18 +201,36 @@ std::shared_ptr<const CompiledModel> lower_placed(
   PlacementRecord record = record_of(*graph, pl, devices);
   for (const std::string& note : options.report_notes) pl.report.notes.push_back(note);
   for (backends::Partition& p : pl.partitions) p.host_kernels = raw[0]->host_kernels();
+  // --memory-limit: the cpu's caps each run's host memory; any other device's is a budget the
+  // executable's partitions and runs share there.
+  runtime::RuntimeOptions ro;
+  std::vector<std::shared_ptr<runtime::MemoryBudget>> budgets(devices.size());
+  {
+    std::vector<const runtime::DeviceInfo*> infos;
+    for (const auto& d : devices) infos.push_back(&d->device());
+    for (const auto& [spec, bytes] : options.policy.memory_limits) {
+      size_t d = static_cast<size_t>(runtime::resolve_device(spec, infos));
+      if (infos[d]->is_host) {
+        ro.run_memory_limits[infos[d]->id] = bytes;
+      } else {
+        budgets[d] = std::make_shared<runtime::MemoryBudget>(bytes, infos[d]->id);
+        ro.memory_budgets[infos[d]->id] = budgets[d];
+      }
+    }
+  }
   std::vector<std::unique_ptr<runtime::CompiledPartition>> parts;
-  for (size_t p = 0; p < pl.partitions.size(); ++p)
-    parts.push_back(raw[static_cast<size_t>(pl.partition_device[p])]->compile(pl.partitions[p],
-                                                                              options.backend));
+  for (size_t p = 0; p < pl.partitions.size(); ++p) {
+    size_t d = static_cast<size_t>(pl.partition_device[p]);
+    backends::CompileOptions bo = options.backend;
+    bo.memory_budget = budgets[d];
+    parts.push_back(raw[d]->compile(pl.partitions[p], bo));
+  }
   runtime::ExecutionPlan plan = make_plan(*graph, pl, std::move(parts));
   record_compiled_facts(pl, plan.steps, pl.report);
 
-  runtime::RuntimeOptions ro;
   ro.num_threads = options.num_threads;
   ro.shape_cache_capacity = options.shape_cache_capacity;
   ro.poison_buffers = options.poison_buffers;
-  ro.run_memory_limits = options.run_memory_limits;
   std::vector<std::shared_ptr<const runtime::Device>> run_devices(devices.begin(), devices.end());
   auto exe = std::make_shared<const runtime::Executable>(std::move(graph), std::move(run_devices),
                                                          std::move(plan), ro);

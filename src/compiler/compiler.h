@@ -26,8 +26,6 @@ struct CompileOptions {
   bool optimize = true;
   /// Fill fresh buffers with 0xFF bytes (tests use it to catch reads of unwritten memory).
   bool poison_buffers = false;
-  /// Device id → bytes one run may hold there (runtime::RuntimeOptions::run_memory_limits).
-  std::map<std::string, uint64_t> run_memory_limits;
   /// Where nodes may and should run.
   placement::Policy policy;
   /// What every device's compile of its partitions is asked for (precision, fusion, device

@@ -90,8 +90,10 @@ class Device {
  public:
   virtual ~Device() = default;
   virtual const DeviceInfo& device() const = 0;
-  /// A new pool of this device's memory for one run's values.
-  virtual std::shared_ptr<HostPool> create_pool(bool poison) const = 0;
+  /// A new pool of this device's memory (one run's values, a partition's constants); its
+  /// blocks are charged to `budget` when one is given (runtime::budgeted).
+  virtual std::shared_ptr<HostPool> create_pool(bool poison,
+                                                std::shared_ptr<MemoryBudget> budget) const = 0;
   /// Copies a value (host memory or another device's) into this device's memory, allocating
   /// from `pool` (a pool this device created).
   virtual ir::Datum copy_in(const ir::Datum& value, HostPool& pool) const = 0;

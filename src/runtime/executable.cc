@@ -112,7 +112,10 @@ Executable::PoolSet Executable::acquire_pools(const std::string& signature, bool
   auto fresh_set = [&] {
     PoolSet set;
     for (const auto& d : devices_) {
-      set.push_back(d->create_pool(options_.poison_buffers));
+      auto budget = options_.memory_budgets.find(d->device().id);
+      set.push_back(d->create_pool(options_.poison_buffers, budget == options_.memory_budgets.end()
+                                                                ? nullptr
+                                                                : budget->second));
       auto limit = options_.run_memory_limits.find(d->device().id);
       if (limit != options_.run_memory_limits.end() && limit->second > 0)
         set.back()->set_limit(limit->second, d->device().id);

@@ -29,6 +29,9 @@ struct RuntimeOptions {
   /// Device id → bytes one run may hold in that device's pool (`--memory-limit cpu=BYTES`):
   /// past it, an allocation throws OutOfMemory naming the device, before it is made.
   std::map<std::string, uint64_t> run_memory_limits;
+  /// Device id → the executable's budget there (`--memory-limit` on any other device), shared
+  /// with its compiled partitions: every run's pool on the device is charged to it.
+  std::map<std::string, std::shared_ptr<MemoryBudget>> memory_budgets;
 };
 
 /// The program of an executable: the compiled partitions in execution order and the values

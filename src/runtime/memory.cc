@@ -24,12 +24,56 @@ class MallocAllocator : public RawAllocator {
   void release(void* p, size_t) override { std::free(p); }
   void fill(void* p, int byte, size_t bytes) override { std::memset(p, byte, bytes); }
 };
+
+class BudgetedAllocator : public RawAllocator {
+ public:
+  BudgetedAllocator(std::shared_ptr<RawAllocator> raw, std::shared_ptr<MemoryBudget> budget)
+      : raw_(std::move(raw)), budget_(std::move(budget)) {}
+  void* allocate(size_t bytes) override {
+    budget_->charge(bytes);
+    try {
+      return raw_->allocate(bytes);
+    } catch (...) {
+      budget_->credit(bytes);
+      throw;
+    }
+  }
+  void release(void* p, size_t bytes) override {
+    raw_->release(p, bytes);
+    budget_->credit(bytes);
+  }
+  void fill(void* p, int byte, size_t bytes) override { raw_->fill(p, byte, bytes); }
+
+ private:
+  std::shared_ptr<RawAllocator> raw_;
+  std::shared_ptr<MemoryBudget> budget_;
+};
 }  // namespace
+
+std::shared_ptr<RawAllocator> host_allocator() {
+  static const std::shared_ptr<RawAllocator> host = std::make_shared<MallocAllocator>();
+  return host;
+}
+
+void MemoryBudget::charge(size_t bytes) {
+  uint64_t held = used_.fetch_add(bytes) + bytes;
+  if (held > limit_) {
+    used_ -= bytes;
+    SY_THROW(OutOfMemory, "{}: --memory-limit {}={} reached: {} bytes held, {} more requested",
+             device_, device_, limit_, held - bytes, bytes);
+  }
+}
+
+std::shared_ptr<RawAllocator> budgeted(std::shared_ptr<RawAllocator> raw,
+                                       std::shared_ptr<MemoryBudget> budget) {
+  if (!budget) return raw;
+  return std::make_shared<BudgetedAllocator>(std::move(raw), std::move(budget));
+}
 
 std::shared_ptr<HostPool> HostPool::create(bool poison, int memory_space,
                                            std::shared_ptr<RawAllocator> raw) {
-  static const std::shared_ptr<RawAllocator> host = std::make_shared<MallocAllocator>();
-  return std::shared_ptr<HostPool>(new HostPool(poison, memory_space, raw ? raw : host));
+  return std::shared_ptr<HostPool>(
+      new HostPool(poison, memory_space, raw ? raw : host_allocator()));
 }
 
 void PoolDeleter::operator()(void* p) const {

@@ -2,7 +2,9 @@
 // after their last use (liveness) are reused by later nodes, and reports peak bytes.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -19,7 +21,7 @@ namespace switchyard::runtime {
 constexpr int kHostMemorySpace = 0;
 
 /// Where a pool's blocks come from: plain host memory by default; a device backend supplies
-/// its own (cudaMalloc with a memory limit). Shared by a pool and the blocks it handed out.
+/// its own (cudaMalloc). Shared by a pool and the blocks it handed out.
 class RawAllocator {
  public:
   virtual ~RawAllocator() = default;
@@ -29,6 +31,34 @@ class RawAllocator {
   /// Fills a block with `byte` (poisoning fresh buffers).
   virtual void fill(void* p, int byte, size_t bytes) = 0;
 };
+
+/// The plain host-memory allocator every pool uses unless given another.
+std::shared_ptr<RawAllocator> host_allocator();
+
+/// The bytes one executable may hold on one device (`--memory-limit DEVICE=BYTES`, any device
+/// but the cpu): shared by every pool the executable makes there — its compiled partitions'
+/// state and every run's values, concurrent runs and cached blocks included — so it bounds what
+/// the executable takes from the device, as a device-wide allocator limit would, without being
+/// device state.
+class MemoryBudget {
+ public:
+  MemoryBudget(uint64_t limit, std::string device) : limit_(limit), device_(std::move(device)) {}
+  /// Takes `bytes` from the budget, or throws OutOfMemory naming the device and the limit.
+  void charge(size_t bytes);
+  void credit(size_t bytes) { used_ -= bytes; }
+  uint64_t used() const { return used_; }
+  uint64_t limit() const { return limit_; }
+  const std::string& device() const { return device_; }
+
+ private:
+  uint64_t limit_;
+  std::string device_;
+  std::atomic<uint64_t> used_{0};
+};
+
+/// `raw` with every block it hands out charged to `budget` (`raw` itself when there is none).
+std::shared_ptr<RawAllocator> budgeted(std::shared_ptr<RawAllocator> raw,
+                                       std::shared_ptr<MemoryBudget> budget);
 
 /// A pool of blocks from a RawAllocator (host memory unless one is given), recycled by size.
 /// The name is historical: device pools are HostPools with a device allocator.

@@ -141,7 +141,7 @@ std::shared_ptr<const compiler::CompiledModel> compile_case(std::unique_ptr<ir::
   std::vector<std::shared_ptr<const backends::Backend>> devices = {
       std::make_shared<cpu::CpuBackend>()};
   if (!g_device.empty()) {
-    for (auto& gpu : plugins::create_plugin_backends({})) devices.push_back(std::move(gpu));
+    for (auto& gpu : plugins::create_plugin_backends()) devices.push_back(std::move(gpu));
     options.policy.devices = {g_device};
     if (g_claimed_only) options.policy.fallback = placement::Fallback::Strict;
   }
@@ -282,7 +282,7 @@ std::string device_problem() {
     bool found = false;
     try {
       std::vector<std::string> statuses;
-      for (const auto& d : plugins::create_plugin_backends({}, &statuses))
+      for (const auto& d : plugins::create_plugin_backends(&statuses))
         found = found || d->device().id == g_device;
       for (const std::string& line : statuses) status += (status.empty() ? "" : "; ") + line;
     } catch (const std::exception& e) {

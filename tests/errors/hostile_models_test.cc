@@ -309,6 +309,40 @@ TEST_F(HostileModel, MemoryLimitRefusesALargeRunAndTheNextSmallRunSucceeds) {
   EXPECT_EQ(y.data<float>()[10 * 1024 - 1], 2.0f);
 }
 
+// A device's --memory-limit is the executable's budget there, given to its partitions through
+// compile and shared by its runs: on a simulated device (as on a GPU) a run that would pass it
+// stops with OutOfMemory naming the device, and the next, smaller run succeeds.
+TEST_F(HostileModel, DeviceMemoryLimitRefusesALargeRunAndTheNextSmallRunSucceeds) {
+  declare(graph()->add_input(), "X", onnx::TensorProto::FLOAT, {"1", "N"});
+  declare(graph()->add_input(), "R", onnx::TensorProto::INT64, {"2"});
+  declare_unshaped(graph()->add_output(), "Y", onnx::TensorProto::FLOAT);
+  add_node(graph(), "Tile", {"X", "R"}, {"Y"});
+  Options options;
+  options.sim_devices = 1;
+  options.device = "sim:0";
+  options.pins = {"*=sim:0"};
+  options.memory_limits = {"sim:0=1M"};
+  Executable exe = compile(options);
+  ASSERT_NE(exe.placement_summary().find("sim:0"), std::string::npos) << exe.placement_summary();
+  Tensor repeats(DType::Int64, {2});
+  repeats.data<int64_t>()[0] = 1000;  // 1000 x 1024 floats = 4 MB
+  repeats.data<int64_t>()[1] = 1;
+  Error e = error_of([&] { exe.run({{"X", filled({1, 1024}, 2)}, {"R", repeats}}); });
+  EXPECT_EQ(e.code(), ErrorCode::OutOfMemory) << e.what();
+  EXPECT_NE(e.message().find("--memory-limit sim:0=1048576"), std::string::npos) << e.what();
+  repeats.data<int64_t>()[0] = 10;
+  for (int i = 0; i < 3; ++i) {
+    Tensor y = exe.run({{"X", filled({1, 1024}, 2)}, {"R", repeats}}).at("Y");
+    EXPECT_EQ(y.shape(), (std::vector<int64_t>{10, 1024}));
+    EXPECT_EQ(y.data<float>()[10 * 1024 - 1], 2.0f);
+  }
+  // Without the limit the large run fits.
+  options.memory_limits.clear();
+  repeats.data<int64_t>()[0] = 1000;
+  EXPECT_EQ(compile(options).run({{"X", filled({1, 1024}, 2)}, {"R", repeats}}).at("Y").shape(),
+            (std::vector<int64_t>{1000, 1024}));
+}
+
 TEST_F(HostileModel, FlattenOfAnEmptyTensorWithHugeDimsIsRefusedNotWrapped) {
   // Found by fuzz_compile_run (campaign 2 on the GPU machine's cores): [0, 2^63-1, 7] holds no
   // element, but its inner size 2^63-1 x 7 does not fit int64.

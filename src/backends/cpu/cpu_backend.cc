@@ -81,8 +81,10 @@ std::unique_ptr<runtime::CompiledPartition> compile_fused_partition(
   return std::make_unique<FusedPartition>(partition, cpu_kernels());
 }
 
-std::shared_ptr<runtime::HostPool> CpuBackend::create_pool(bool poison) const {
-  return runtime::HostPool::create(poison, runtime::kHostMemorySpace);
+std::shared_ptr<runtime::HostPool> CpuBackend::create_pool(
+    bool poison, std::shared_ptr<runtime::MemoryBudget> budget) const {
+  return runtime::HostPool::create(poison, runtime::kHostMemorySpace,
+                                   runtime::budgeted(runtime::host_allocator(), std::move(budget)));
 }
 
 ir::Datum CpuBackend::copy_in(const ir::Datum& value, runtime::HostPool& pool) const {

@@ -7,9 +7,9 @@
 
 namespace switchyard::cuda {
 
-CudaBackend::CudaBackend(int index, const backends::PluginConfig& config) : index_(index) {
+CudaBackend::CudaBackend(int index) : index_(index) {
   info_.id = "cuda:" + std::to_string(index);
-  allocator_ = std::make_shared<DeviceAllocator>(index, 0);
+  allocator_ = std::make_shared<DeviceAllocator>(index);
   if (device_lost(index)) {
     info_.kind = "cuda";
     info_.index = index;
@@ -51,14 +51,6 @@ CudaBackend::CudaBackend(int index, const backends::PluginConfig& config) : inde
   if (info_.gbytes_per_s <= 0) info_.gbytes_per_s = 1000;
   info_.copy_latency_us = 10;
   info_.copy_gbytes_per_s = 20;
-  auto limit = config.memory_limits.find(info_.id);
-  uint64_t bytes = limit == config.memory_limits.end() ? 0 : limit->second;
-  if (!bytes) {
-    for (const auto& [id, b] : config.memory_limits)
-      if (id.rfind("cuda:uuid=", 0) == 0 && info_.uuid.rfind(id.substr(10), 0) == 0) bytes = b;
-  }
-  allocator_ = std::make_shared<DeviceAllocator>(index, bytes);
-  if (bytes) info_.memory_bytes = std::min<uint64_t>(info_.memory_bytes, bytes);
 }
 
 runtime::Support CudaBackend::supports(const ir::Node& node) const {
@@ -86,8 +78,10 @@ std::unique_ptr<runtime::CompiledPartition> CudaBackend::compile(
   return compile_cuda_partition(partition, *this, options);
 }
 
-std::shared_ptr<runtime::HostPool> CudaBackend::create_pool(bool poison) const {
-  auto pool = runtime::HostPool::create(poison, memory_space_of_device(index_), allocator_);
+std::shared_ptr<runtime::HostPool> CudaBackend::create_pool(
+    bool poison, std::shared_ptr<runtime::MemoryBudget> budget) const {
+  auto pool = runtime::HostPool::create(poison, memory_space_of_device(index_),
+                                        runtime::budgeted(allocator_, std::move(budget)));
   pool->set_max_cached_bytes(SIZE_MAX);
   return pool;
 }
@@ -134,13 +128,12 @@ bool CudaBackend::owns(const ir::Tensor& tensor) const {
 
 namespace {
 
-std::vector<std::shared_ptr<backends::Backend>> create_backends(
-    const backends::PluginConfig& config, std::string* status) {
+std::vector<std::shared_ptr<backends::Backend>> create_backends(std::string* status) {
   std::string why;
   int count = device_count(&why);
   std::vector<std::shared_ptr<backends::Backend>> out;
   // A lost device stays listed: compiling or running there fails with DeviceLost.
-  for (int i = 0; i < count; ++i) out.push_back(std::make_shared<CudaBackend>(i, config));
+  for (int i = 0; i < count; ++i) out.push_back(std::make_shared<CudaBackend>(i));
   if (status) {
     if (count == 0) {
       *status = why;

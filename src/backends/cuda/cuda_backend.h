@@ -19,7 +19,7 @@ namespace switchyard::cuda {
 
 class CudaBackend : public backends::Backend {
  public:
-  CudaBackend(int index, const backends::PluginConfig& config);
+  explicit CudaBackend(int index);
   const runtime::DeviceInfo& device() const override { return info_; }
   runtime::Support supports(const ir::Node& node) const override;
   /// The seam's estimate at this GPU's rates under options.precision (16x the fp32 arithmetic
@@ -28,7 +28,8 @@ class CudaBackend : public backends::Backend {
                                   const backends::CompileOptions& options) const override;
   std::unique_ptr<runtime::CompiledPartition> compile(
       const backends::Partition& partition, const backends::CompileOptions& options) const override;
-  std::shared_ptr<runtime::HostPool> create_pool(bool poison) const override;
+  std::shared_ptr<runtime::HostPool> create_pool(
+      bool poison, std::shared_ptr<runtime::MemoryBudget> budget) const override;
   ir::Datum copy_in(const ir::Datum& value, runtime::HostPool& pool) const override;
   ir::Datum copy_out(const ir::Datum& value, runtime::HostPool& host_pool) const override;
   std::vector<int> host_inputs(const ir::Node& node) const override;

@@ -114,6 +114,7 @@ class CudaPartition : public runtime::CompiledPartition {
       : backend_(backend),
         precision_(options.precision),
         device_graphs_(options.device_graphs),
+        memory_budget_(options.memory_budget),
         index_(p.index),
         input_on_host_(p.input_on_host),
         host_kernels_(p.host_kernels) {
@@ -252,7 +253,7 @@ class CudaPartition : public runtime::CompiledPartition {
     num_slots_ = slot_of.size();
     constants_.resize(num_slots_);
     host_constants_.resize(num_slots_);
-    constants_pool_ = backend_.create_pool(false);
+    constants_pool_ = backend_.create_pool(false, memory_budget_);
     for (const ir::Value* v : graph_->inputs()) input_slots_.push_back(slot(v));
     for (const ir::Value* v : graph_->outputs()) output_slots_.push_back(slot(v));
     for (const ir::Value* in : graph_->inputs())
@@ -469,7 +470,7 @@ class CudaPartition : public runtime::CompiledPartition {
   // partition cannot be captured (a kernel needed a host sync, say).
   bool capture_graph(CapturedGraph& graph, const std::vector<ir::Datum>& inputs,
                      runtime::RunState& state, CudaRunContext& rc) const {
-    graph.arena = backend_.create_pool(false);
+    graph.arena = backend_.create_pool(false, memory_budget_);
     for (size_t i = 0; i < inputs.size(); ++i) {
       if (i < input_on_host_.size() && input_on_host_[i]) {
         graph.inputs.push_back(inputs[i]);
@@ -546,6 +547,8 @@ class CudaPartition : public runtime::CompiledPartition {
   const CudaBackend& backend_;
   const Precision precision_;  // CompileOptions::precision
   const bool device_graphs_;   // CompileOptions::device_graphs: replay CUDA graphs
+  // CompileOptions::memory_budget: constants and captured graphs' buffers count against it.
+  const std::shared_ptr<runtime::MemoryBudget> memory_budget_;
   int index_;
   std::vector<char> input_on_host_;
   const runtime::KernelRegistry* host_kernels_;  // Partition::host_kernels (host steps)

@@ -203,13 +203,7 @@ DeviceState& device_state(int index) {
 
 void* DeviceAllocator::allocate(size_t bytes) {
   use_device(device_);
-  uint64_t now = used_.fetch_add(bytes) + bytes;
-  if (limit_ && now > limit_) {
-    used_ -= bytes;
-    SY_THROW(OutOfMemory,
-             "cuda:{}: --memory-limit of {} bytes reached: {} bytes held, {} more requested",
-             device_, limit_, now - bytes, bytes);
-  }
+  used_ += bytes;
   void* p = nullptr;
   cudaError_t e = cudaMalloc(&p, bytes);
   if (e != cudaSuccess) {

@@ -111,7 +111,7 @@ DeviceState& device_state(int index);
 /// (--memory-limit) over everything this allocator holds, cached blocks included.
 class DeviceAllocator : public runtime::RawAllocator {
  public:
-  DeviceAllocator(int device, uint64_t limit) : device_(device), limit_(limit) {}
+  explicit DeviceAllocator(int device) : device_(device) {}
   void* allocate(size_t bytes) override;
   void release(void* p, size_t bytes) override;
   void fill(void* p, int byte, size_t bytes) override;
@@ -119,7 +119,6 @@ class DeviceAllocator : public runtime::RawAllocator {
 
  private:
   int device_;
-  uint64_t limit_;  ///< 0 = the device's memory
   std::atomic<uint64_t> used_{0};
 };
 

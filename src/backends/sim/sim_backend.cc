@@ -88,8 +88,10 @@ std::unique_ptr<runtime::CompiledPartition> SimBackend::compile(
   return std::make_unique<SimPartition>(partition, *this, options.fusion);
 }
 
-std::shared_ptr<runtime::HostPool> SimBackend::create_pool(bool poison) const {
-  return runtime::HostPool::create(poison, kSimMemorySpaceBase + index_);
+std::shared_ptr<runtime::HostPool> SimBackend::create_pool(
+    bool poison, std::shared_ptr<runtime::MemoryBudget> budget) const {
+  return runtime::HostPool::create(poison, kSimMemorySpaceBase + index_,
+                                   runtime::budgeted(runtime::host_allocator(), std::move(budget)));
 }
 
 ir::Datum SimBackend::copy_in(const ir::Datum& value, runtime::HostPool& pool) const {

@@ -45,7 +45,8 @@ class SimBackend : public backends::Backend {
   /// device's memory (a missing copy is an internal error, never silently tolerated).
   std::unique_ptr<runtime::CompiledPartition> compile(
       const backends::Partition& partition, const backends::CompileOptions& options) const override;
-  std::shared_ptr<runtime::HostPool> create_pool(bool poison) const override;
+  std::shared_ptr<runtime::HostPool> create_pool(
+      bool poison, std::shared_ptr<runtime::MemoryBudget> budget) const override;
   ir::Datum copy_in(const ir::Datum& value, runtime::HostPool& pool) const override;
   bool owns(const ir::Tensor& tensor) const override;
   const runtime::KernelRegistry* host_kernels() const override;
