@@ -436,19 +436,34 @@ std::map<std::string, Tensor> Executable::run(const std::map<std::string, Tensor
 }
 
 namespace {
-runtime::RunControl run_control(const RunOptions& options) {
+// The index of `device` among the executable's devices, or InvalidArgument naming `what`.
+int device_index(const compiler::CompiledModel& impl, const std::string& device,
+                 const std::string& what) {
+  const auto& devices = impl.executable().devices();
+  std::vector<const runtime::DeviceInfo*> infos;
+  for (size_t d = 0; d < devices.size(); ++d) {
+    if (devices[d]->device().id == device) return static_cast<int>(d);
+    infos.push_back(&devices[d]->device());
+  }
+  SY_THROW(InvalidArgument, "{} '{}': the executable uses no such device (it has {})", what, device,
+           runtime::device_list_text(infos));
+}
+
+runtime::RunControl run_control(const compiler::CompiledModel& impl, const RunOptions& options) {
   SY_CHECK(options.deadline_ms >= 0, InvalidArgument,
            "RunOptions.deadline_ms is {}; expected 0 (none) or a positive count of milliseconds",
            options.deadline_ms);
   runtime::RunControl control;
   control.deadline_ms = options.deadline_ms;
   control.cancel_flag = options.cancel.flag();
+  if (!options.outputs_on.empty())
+    control.output_device = device_index(impl, options.outputs_on, "RunOptions.outputs_on");
   return control;
 }
 }  // namespace
 
 RunResult Executable::run_values(std::vector<Datum> inputs, const RunOptions& options) const {
-  runtime::RunControl control = run_control(options);
+  runtime::RunControl control = run_control(*impl_, options);
   RunResult result;
   runtime::Profiler profiler;
   result.outputs = translate_std_exceptions("running the model", [&] {
@@ -461,9 +476,36 @@ RunResult Executable::run_values(std::vector<Datum> inputs, const RunOptions& op
 
 int Executable::num_threads() const { return impl_->executable().num_threads(); }
 
+std::vector<std::string> Executable::devices() const {
+  std::vector<std::string> ids;
+  for (const auto& d : impl_->executable().devices()) ids.push_back(d->device().id);
+  return ids;
+}
+
+std::string Executable::device_of(const Tensor& tensor) const {
+  for (const auto& d : impl_->executable().devices())
+    if (d->owns(tensor)) return d->device().id;
+  return "unknown";
+}
+
+Tensor Executable::wrap_device_memory(const std::string& device, DType dtype,
+                                      std::vector<int64_t> shape, std::shared_ptr<void> owner,
+                                      void* data) const {
+  const auto& devices = impl_->executable().devices();
+  const runtime::Device& d =
+      *devices[static_cast<size_t>(device_index(*impl_, device, "wrap_device_memory"))];
+  SY_CHECK(data != nullptr || checked_numel(shape) == 0, InvalidArgument,
+           "wrap_device_memory: a null pointer for a {} tensor of {} elements on {}",
+           dtype_name(dtype), checked_numel(shape), device);
+  SY_CHECK(dtype != DType::String || d.device().is_host, InvalidArgument,
+           "wrap_device_memory: string tensors live in host memory, not on {}", device);
+  return Tensor::wrap(dtype, std::move(shape),
+                      runtime::in_memory_space(d.memory_space(), std::move(owner), data), data);
+}
+
 std::map<std::string, Tensor> Executable::run(const std::map<std::string, Tensor>& inputs,
                                               const RunOptions& options) const {
-  runtime::RunControl control = run_control(options);
+  runtime::RunControl control = run_control(*impl_, options);
   std::map<std::string, ir::Datum> named;
   for (const auto& [name, t] : inputs) named.emplace(name, ir::Datum(t));
   std::vector<ir::Datum> results = translate_std_exceptions(

@@ -18,7 +18,6 @@
 #include "switchyard/export.hpp"
 #include "switchyard/profile.hpp"
 #include "switchyard/tensor.hpp"
-
 namespace switchyard {
 
 namespace ir {
@@ -173,11 +172,16 @@ struct RunOptions {
   /// Record every node, copy and the whole run with its time (RunResult::profile; tooling
   /// writes it as a Chrome trace).
   bool profile = false;
+  /// The device whose memory the outputs are left in: "" or "cpu" for host memory, else one of
+  /// Executable::devices() ("sim:0", "cuda:0"). An output made there stays without a copy;
+  /// others are copied there. Read them with Executable::device_of; host code must not read a
+  /// GPU's memory.
+  std::string outputs_on;
 };
 
 /// What Executable::run_values returns.
 struct RunResult {
-  std::vector<Datum> outputs;  ///< in graph-output order, in host memory
+  std::vector<Datum> outputs;  ///< in graph-output order, in RunOptions.outputs_on's memory
   RunStats stats;
   std::vector<ProfileEvent> profile;  ///< empty unless RunOptions.profile
 };
@@ -232,6 +236,18 @@ class SWITCHYARD_API Executable {
   std::vector<ValueInfo> outputs() const;
   /// Threads each run uses (Options.num_threads, or every core when that was 0).
   int num_threads() const;
+  /// The devices the executable uses, the cpu first ("cpu", "sim:0", "cuda:0").
+  std::vector<std::string> devices() const;
+  /// The device whose memory holds `tensor`'s data: "cpu" for host memory, else one of
+  /// devices(), or "unknown" for another device's memory.
+  std::string device_of(const Tensor& tensor) const;
+  /// A tensor over `data` in the memory of `device` (one of devices(); "cpu" for host memory),
+  /// kept alive by `owner`: a run reads it in place where the partition that reads it runs on
+  /// that device, and copies it only where something reads it elsewhere (RunStats counts the
+  /// copies). `data` must address the tensor's bytes in that device's memory (a CUDA pointer
+  /// for "cuda:N"); this cannot be checked. Throws InvalidArgument naming an unknown device.
+  Tensor wrap_device_memory(const std::string& device, DType dtype, std::vector<int64_t> shape,
+                            std::shared_ptr<void> owner, void* data) const;
   /// One line: where the nodes run ("sim:0: 29 of 31 nodes in 2 partitions; cpu: 2 nodes —
   /// NonMaxSuppression: not supported on sim:0").
   std::string placement_summary() const;

@@ -102,8 +102,10 @@ class Device {
   virtual ir::Datum copy_out(const ir::Datum& value, HostPool& host_pool) const {
     return copy_datum(value, host_pool);
   }
-  /// Whether a tensor's storage lives in this device's memory (for checks and tests).
-  virtual bool owns(const ir::Tensor& tensor) const = 0;
+  /// The tag of this device's memory on pool blocks and caller buffers (memory_space_of).
+  virtual int memory_space() const = 0;
+  /// Whether a tensor's storage lives in this device's memory.
+  bool owns(const ir::Tensor& tensor) const { return memory_space_of(tensor) == memory_space(); }
 };
 
 /// Finds a device by its --device spelling among `devices`: "cpu", "sim:N", "cuda:N",

@@ -178,23 +178,42 @@ std::vector<ir::Datum> Executable::run(std::vector<ir::Datum> inputs, RunStats* 
   omp_set_num_threads(num_threads_);
   int64_t run_start = profiler ? profiler->now_us() : 0;
 
-  // Each crossing value, per device where a copy of it lives.
+  // Each crossing value, per device where a copy of it lives. An input starts on the device
+  // whose memory holds it (the host unless a caller passed device memory).
   const std::vector<const ir::Value*>& values = plan_.values;
   size_t num_devices = devices_.size();
   std::vector<std::vector<ir::Datum>> where(values.size(), std::vector<ir::Datum>(num_devices));
   std::vector<std::vector<char>> present(values.size(), std::vector<char>(num_devices, 0));
   for (size_t i = 0; i < inputs.size(); ++i) {
-    where[i][0] = std::move(inputs[i]);
-    present[i][0] = 1;
+    size_t at = 0;
+    if (inputs[i].is_tensor() && !devices_[0]->owns(inputs[i].tensor)) {
+      for (size_t d = 1; d < num_devices; ++d)
+        if (devices_[d]->owns(inputs[i].tensor)) at = d;
+      if (at == 0) {
+        std::vector<const DeviceInfo*> infos;
+        for (const auto& d : devices_) infos.push_back(&d->device());
+        SY_THROW(InvalidArgument,
+                 "input '{}' is in the memory of a device this executable does not use ({})",
+                 graph_->inputs()[i]->name(), device_list_text(infos));
+      }
+    }
+    where[i][at] = std::move(inputs[i]);
+    present[i][at] = 1;
   }
   int copies = 0;
   size_t copied_bytes = 0;
-  auto do_copy = [&](const ExecutionPlan::Copy& c) {
-    size_t id = static_cast<size_t>(c.value);
-    size_t from = static_cast<size_t>(c.from_device), to = static_cast<size_t>(c.to_device);
-    SY_CHECK(present[id][from], Internal,
-             "value '{}' is not on {} when it should be copied from there", values[id]->name(),
-             devices_[from]->device().id);
+  // Makes value `id` present on device `to`, copying from `from` when it is there, else from
+  // wherever it is (the host first): a planned copy of a value that is already where it goes
+  // (a caller's device input) is skipped.
+  auto ensure = [&](size_t id, size_t to, size_t from) {
+    if (present[id][to]) return;
+    if (!present[id][from]) {
+      from = num_devices;
+      for (size_t d = 0; d < num_devices && from == num_devices; ++d)
+        if (present[id][d]) from = d;
+      SY_CHECK(from < num_devices, Internal, "value '{}' is on no device when {} needs it",
+               values[id]->name(), devices_[to]->device().id);
+    }
     int64_t start = profiler ? profiler->now_us() : 0;
     const ir::Datum& src = where[id][from];
     // A device whose memory host code cannot read copies its values out itself.
@@ -220,6 +239,10 @@ std::vector<ir::Datum> Executable::run(std::vector<ir::Datum> inputs, RunStats* 
       profiler->record(std::move(e));
     }
   };
+  auto do_copy = [&](const ExecutionPlan::Copy& c) {
+    ensure(static_cast<size_t>(c.value), static_cast<size_t>(c.to_device),
+           static_cast<size_t>(c.from_device));
+  };
 
   for (size_t p = 0; p < plan_.steps.size(); ++p) {
     const ExecutionPlan::Step& step = plan_.steps[p];
@@ -228,8 +251,10 @@ std::vector<ir::Datum> Executable::run(std::vector<ir::Datum> inputs, RunStats* 
     std::map<int, ir::Datum> shape_only;
     for (const ExecutionPlan::Copy& c : step.shape_transfers_before) {
       // Only the shape crosses: a tensor without data, read by Shape/Size alone.
-      const ir::Datum& src =
-          where[static_cast<size_t>(c.value)][static_cast<size_t>(c.from_device)];
+      size_t id = static_cast<size_t>(c.value), from = static_cast<size_t>(c.from_device);
+      for (size_t d = 0; d < num_devices && !present[id][from]; ++d)
+        if (present[id][d]) from = d;
+      const ir::Datum& src = where[id][from];
       SY_ASSERT(src.is_tensor());
       shape_only[c.value] =
           ir::Datum(ir::Tensor::wrap(src.tensor.dtype(), src.tensor.shape(), nullptr, nullptr));
@@ -238,6 +263,8 @@ std::vector<ir::Datum> Executable::run(std::vector<ir::Datum> inputs, RunStats* 
     for (size_t k = 0; k < step.inputs.size(); ++k) {
       int id = step.inputs[k];
       size_t at = k < step.input_on_host.size() && step.input_on_host[k] ? 0 : pd;
+      // A caller's device input read elsewhere than where it is: copied there now.
+      if (!shape_only.count(id)) ensure(static_cast<size_t>(id), at, 0);
       if (present[static_cast<size_t>(id)][at]) {
         part_inputs.push_back(where[static_cast<size_t>(id)][at]);
       } else {
@@ -263,19 +290,28 @@ std::vector<ir::Datum> Executable::run(std::vector<ir::Datum> inputs, RunStats* 
       }
     }
   }
-  for (const ExecutionPlan::Copy& c : plan_.final_copies) do_copy(c);
+  size_t out_device = control ? static_cast<size_t>(control->output_device) : 0;
+  SY_CHECK(out_device < num_devices, InvalidArgument,
+           "the outputs' device index {} is out of range", out_device);
+  if (out_device == 0)
+    for (const ExecutionPlan::Copy& c : plan_.final_copies) do_copy(c);
 
   std::vector<ir::Datum> outputs;
   for (const ir::Value* v : graph_->outputs()) {
     if (v->is_constant()) {
       outputs.emplace_back(v->constant());
+      if (out_device != 0) {
+        outputs.back() = devices_[out_device]->copy_in(outputs.back(), *pools[out_device]);
+        ++copies;
+        copied_bytes += v->constant().nbytes();
+      }
       continue;
     }
     auto found = value_ids_.find(v);
     int id = found == value_ids_.end() ? -1 : found->second;
-    SY_CHECK(id >= 0 && present[static_cast<size_t>(id)][0], Internal,
-             "output '{}' did not reach the host", v->name());
-    outputs.push_back(where[static_cast<size_t>(id)][0]);
+    SY_CHECK(id >= 0, Internal, "output '{}' is not in the plan", v->name());
+    ensure(static_cast<size_t>(id), out_device, 0);
+    outputs.push_back(where[static_cast<size_t>(id)][out_device]);
   }
   for (size_t i = 0; i < outputs.size(); ++i) check_output_dtype(*graph_->outputs()[i], outputs[i]);
   if (profiler) {

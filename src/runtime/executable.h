@@ -69,6 +69,8 @@ using switchyard::RunStats;
 struct RunControl {
   int64_t deadline_ms = 0;  ///< 0 = no deadline
   const std::atomic<bool>* cancel_flag = nullptr;
+  /// Index into devices() of the device whose memory the outputs are left in (0: the host).
+  int output_device = 0;
 };
 
 class Executable {
@@ -82,9 +84,15 @@ class Executable {
   /// Threads each run uses (options().num_threads, or every core when that was 0).
   int num_threads() const { return num_threads_; }
 
+  /// The devices the plan indexes; [0] is the host cpu.
+  const std::vector<std::shared_ptr<const Device>>& devices() const { return devices_; }
+
   /// Runs with inputs in graph-input order. Checks each input's kind, dtype, rank and dims
   /// against the declared type (symbolic dims must agree across inputs); throws
-  /// InvalidArgument naming the input. Returns outputs in graph-output order, in host memory.
+  /// InvalidArgument naming the input. An input tensor in a device's memory (Device::owns)
+  /// starts there: a partition on that device reads it in place, and it is copied only where
+  /// something reads it elsewhere. Returns outputs in graph-output order, in host memory, or
+  /// in the memory of `control->output_device`.
   /// `control` (optional) sets a deadline and a cancellation flag: the run throws Cancelled.
   std::vector<ir::Datum> run(std::vector<ir::Datum> inputs, RunStats* stats = nullptr,
                              runtime::Profiler* profiler = nullptr,

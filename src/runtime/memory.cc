@@ -84,9 +84,25 @@ void PoolDeleter::operator()(void* p) const {
   }
 }
 
+namespace {
+// The storage of a caller's buffer tagged with its memory space: holds the caller's owner.
+struct ForeignDeleter {
+  std::shared_ptr<void> owner;
+  int memory_space = kHostMemorySpace;
+  void operator()(void*) { owner.reset(); }
+};
+}  // namespace
+
 int memory_space_of(const Tensor& tensor) {
-  const PoolDeleter* d = std::get_deleter<PoolDeleter>(tensor.storage());
-  return d ? d->memory_space : kHostMemorySpace;
+  if (const PoolDeleter* d = std::get_deleter<PoolDeleter>(tensor.storage()))
+    return d->memory_space;
+  if (const ForeignDeleter* f = std::get_deleter<ForeignDeleter>(tensor.storage()))
+    return f->memory_space;
+  return kHostMemorySpace;
+}
+
+std::shared_ptr<void> in_memory_space(int memory_space, std::shared_ptr<void> owner, void* data) {
+  return std::shared_ptr<void>(data, ForeignDeleter{std::move(owner), memory_space});
 }
 
 HostPool::~HostPool() {

@@ -122,7 +122,11 @@ struct PoolDeleter {
 };
 
 /// The memory space a tensor's storage was allocated in (kHostMemorySpace for plain host
-/// memory and for tensors not allocated from a pool).
+/// memory and for tensors neither allocated from a pool nor tagged by in_memory_space).
 int memory_space_of(const Tensor& tensor);
+
+/// `data`, memory of `memory_space` kept alive by `owner` (a caller's device buffer), as storage
+/// memory_space_of tells apart: a run reads it in place on the device that owns the space.
+std::shared_ptr<void> in_memory_space(int memory_space, std::shared_ptr<void> owner, void* data);
 
 }  // namespace switchyard::runtime

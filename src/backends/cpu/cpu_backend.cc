@@ -91,10 +91,6 @@ ir::Datum CpuBackend::copy_in(const ir::Datum& value, runtime::HostPool& pool) c
   return runtime::copy_datum(value, pool);
 }
 
-bool CpuBackend::owns(const ir::Tensor& tensor) const {
-  return runtime::memory_space_of(tensor) == runtime::kHostMemorySpace;
-}
-
 const runtime::KernelRegistry* CpuBackend::host_kernels() const { return &cpu_kernels(); }
 
 }  // namespace switchyard::cpu

@@ -16,7 +16,7 @@ class CpuBackend : public backends::Backend {
   std::shared_ptr<runtime::HostPool> create_pool(
       bool poison, std::shared_ptr<runtime::MemoryBudget> budget) const override;
   ir::Datum copy_in(const ir::Datum& value, runtime::HostPool& pool) const override;
-  bool owns(const ir::Tensor& tensor) const override;
+  int memory_space() const override { return runtime::kHostMemorySpace; }
   const runtime::KernelRegistry* host_kernels() const override;
 
  private:

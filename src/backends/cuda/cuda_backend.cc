@@ -122,10 +122,6 @@ std::vector<int> CudaBackend::host_inputs(const ir::Node& node) const {
   return cuda_kernels().host_inputs(node);
 }
 
-bool CudaBackend::owns(const ir::Tensor& tensor) const {
-  return runtime::memory_space_of(tensor) == memory_space_of_device(index_);
-}
-
 namespace {
 
 std::vector<std::shared_ptr<backends::Backend>> create_backends(std::string* status) {

@@ -94,13 +94,11 @@ std::shared_ptr<runtime::HostPool> SimBackend::create_pool(
                                    runtime::budgeted(runtime::host_allocator(), std::move(budget)));
 }
 
+int SimBackend::memory_space() const { return kSimMemorySpaceBase + index_; }
+
 ir::Datum SimBackend::copy_in(const ir::Datum& value, runtime::HostPool& pool) const {
   SY_ASSERT(pool.memory_space() == kSimMemorySpaceBase + index_);
   return runtime::copy_datum(value, pool);
-}
-
-bool SimBackend::owns(const ir::Tensor& tensor) const {
-  return runtime::memory_space_of(tensor) == kSimMemorySpaceBase + index_;
 }
 
 const runtime::KernelRegistry* SimBackend::host_kernels() const { return &cpu::cpu_kernels(); }

@@ -48,7 +48,7 @@ class SimBackend : public backends::Backend {
   std::shared_ptr<runtime::HostPool> create_pool(
       bool poison, std::shared_ptr<runtime::MemoryBudget> budget) const override;
   ir::Datum copy_in(const ir::Datum& value, runtime::HostPool& pool) const override;
-  bool owns(const ir::Tensor& tensor) const override;
+  int memory_space() const override;
   const runtime::KernelRegistry* host_kernels() const override;
   bool runs_shape_steps_inline() const override { return config_.shape_steps_inline; }
   const SimDeviceConfig& config() const { return config_; }
