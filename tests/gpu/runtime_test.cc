@@ -134,6 +134,60 @@ TEST(CudaRuntime, MemoryLimitGivesOutOfMemoryAndASmallerRunSucceeds) {
                      cpu.internal().run(expand_inputs(100))[0].tensor, 1e-5, 1e-5);
 }
 
+TEST(CudaRuntime, MemoryLimitIsPerExecutable) {
+  SY_SKIP_WITHOUT_GPU();
+  // Two executables on one GPU, each under its own 16 MiB: each run of 40000 x 64 floats
+  // (10 MiB of intermediates) fits its own budget, though both together would not fit one.
+  Options o = gpu_options();
+  o.memory_limits = {"cuda:0=16M"};
+  Executable a = compile_on(expand_graph(), o);
+  Executable b = compile_on(expand_graph(), o);
+  Executable cpu = compile_on(expand_graph(), cpu_options());
+  ir::Tensor want = cpu.internal().run(expand_inputs(40000))[0].tensor;
+  ir::Tensor from_a = a.internal().run(expand_inputs(40000))[0].tensor;
+  ir::Tensor from_b = b.internal().run(expand_inputs(40000))[0].tensor;
+  EXPECT_TENSOR_NEAR(from_a, want, 1e-4, 1e-3);
+  EXPECT_TENSOR_NEAR(from_b, want, 1e-4, 1e-3);
+}
+
+// Inputs already in cuda:0's memory are read there, outputs can stay there (RunOptions
+// .outputs_on), and RunStats counts every copy; a caller's CUDA pointer wrapped with
+// wrap_device_memory (as DLPack hands torch's) is read in place too. With graphs and without.
+TEST(CudaRuntime, DeviceResidentInputsAndOutputsCopyNothing) {
+  SY_SKIP_WITHOUT_GPU();
+  for (bool graphs : {true, false}) {
+    Options o = gpu_options();
+    o.cuda_graphs = graphs;
+    Executable gpu = compile_on(chain_graph(), o);
+    Executable cpu = compile_on(chain_graph(), cpu_options());
+    ir::Tensor x = random_tensor(kF32, {8, 64}, 31);
+    ir::Tensor once = run1(cpu, x);
+    ir::Tensor twice = run1(cpu, once);
+    RunOptions stay;
+    stay.outputs_on = "cuda:0";
+    for (int k = 0; k < 3; ++k) {  // eager, captured, replayed
+      RunResult in = gpu.run_values({Datum(x)}, stay);
+      EXPECT_EQ(in.stats.copies, 1) << "graphs " << graphs << " run " << k;
+      const Tensor& y = in.outputs[0].tensor;
+      EXPECT_EQ(gpu.device_of(y), "cuda:0");
+      RunResult again = gpu.run_values({in.outputs[0]}, stay);
+      EXPECT_EQ(again.stats.copies, 0);
+      EXPECT_EQ(again.stats.copied_bytes, 0u);
+      Tensor wrapped = gpu.wrap_device_memory("cuda:0", y.dtype(), y.shape(), y.storage(),
+                                              const_cast<void*>(y.raw()));
+      EXPECT_EQ(gpu.device_of(wrapped), "cuda:0");
+      RunResult out = gpu.run_values({Datum(wrapped)});
+      EXPECT_EQ(out.stats.copies, 1);  // the result, to the host
+      EXPECT_EQ(gpu.device_of(out.outputs[0].tensor), "cpu");
+      EXPECT_TENSOR_NEAR(out.outputs[0].tensor, twice, 1e-6, 1e-6);
+      // `again`'s result, still on the device, brought to the host by the cpu executable
+      // (its input is in memory of a device it does not use: refused, naming the input).
+      expect_error([&] { cpu.run_values({again.outputs[0]}); }, ErrorCode::InvalidArgument,
+                   "input 'X' is in the memory of a device this executable does not use");
+    }
+  }
+}
+
 TEST(CudaRuntime, DeviceOutOfMemoryIsTypedAndRecoverable) {
   SY_SKIP_WITHOUT_GPU();
   Executable gpu = compile_on(expand_graph(), gpu_options());
