@@ -528,6 +528,14 @@ std::vector<ValueInfo> Executable::outputs() const {
 }
 std::string Executable::placement_summary() const { return impl_->placement_summary(); }
 
+std::vector<std::string> Executable::warnings() const {
+  std::vector<std::string> out;
+  const std::string prefix = "warning: ";
+  for (const std::string& note : impl_->placement_report().notes)
+    if (note.rfind(prefix, 0) == 0) out.push_back(note.substr(prefix.size()));
+  return out;
+}
+
 std::string Executable::explain(const std::string& format) const {
   return translate_std_exceptions("explaining the placement", [&] {
     return tooling::format_report(impl_->placement_report(), format);

@@ -18,6 +18,7 @@
 #include "switchyard/export.hpp"
 #include "switchyard/profile.hpp"
 #include "switchyard/tensor.hpp"
+
 namespace switchyard {
 
 namespace ir {
@@ -253,6 +254,9 @@ class SWITCHYARD_API Executable {
   std::string placement_summary() const;
   /// The placement report as text, "json", "dot" or "html" (docs/placement.md).
   std::string explain(const std::string& format = "text") const;
+  /// What the compile could not honour, one line each ("--precision fp16 has no effect: ..."):
+  /// the report's "warning:" notes without the prefix. Empty when every option took effect.
+  std::vector<std::string> warnings() const;
   /// Writes the executable to `path` (docs/executable-format.md): the optimized, placed graph,
   /// its options, devices and report, and the weights. Atomic: a reader sees the old file or
   /// the whole new one. Throws InvalidArgument naming the file when it cannot be written.

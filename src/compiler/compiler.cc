@@ -39,6 +39,40 @@ void record_compiled_facts(const placement::Placement& pl,
   }
 }
 
+// An option no partition honours is said, never silently ignored: a "warning:" note in the
+// report (the CLI prints it on stderr), or an error under --fallback strict.
+void check_options_took_effect(placement::Placement& pl,
+                               const std::vector<runtime::ExecutionPlan::Step>& steps,
+                               const CompileOptions& options) {
+  bool on_gpu = false, precisions = false;
+  std::vector<std::string> used;
+  for (size_t p = 0; p < steps.size(); ++p) {
+    const runtime::DeviceInfo& d =
+        pl.devices[static_cast<size_t>(pl.partition_device[p])]->device();
+    on_gpu = on_gpu || d.is_gpu;
+    precisions = precisions || !steps[p].partition->precisions().empty();
+    if (std::find(used.begin(), used.end(), d.id) == used.end()) used.push_back(d.id);
+  }
+  std::vector<std::string> unused;
+  if (options.backend.precision != backends::Precision::Fp32 && !precisions)
+    unused.push_back(fmt::format(
+        "--precision {} has no effect: no partition runs on a device with more than one "
+        "precision (the nodes run on {}, in fp32)",
+        backends::precision_name(options.backend.precision), placement::join(used, ", ")));
+  if (!options.backend.device_graphs && !on_gpu)
+    unused.push_back(
+        fmt::format("--no-cuda-graphs has no effect: no partition runs on a GPU "
+                    "(the nodes run on {})",
+                    placement::join(used, ", ")));
+  for (const std::string& why : unused) {
+    SY_CHECK(options.policy.fallback != placement::Fallback::Strict, InvalidArgument,
+             "{} — an error under --fallback strict", why);
+    std::string note = "warning: " + why;
+    if (std::find(pl.report.notes.begin(), pl.report.notes.end(), note) == pl.report.notes.end())
+      pl.report.notes.push_back(std::move(note));
+  }
+}
+
 // The runtime's program from the placement: dense ids for the values that cross partitions,
 // the copies around each partition, and when each value can be dropped.
 runtime::ExecutionPlan make_plan(const ir::Graph& graph, const placement::Placement& pl,
@@ -227,6 +261,7 @@ std::shared_ptr<const CompiledModel> lower_placed(
   }
   runtime::ExecutionPlan plan = make_plan(*graph, pl, std::move(parts));
   record_compiled_facts(pl, plan.steps, pl.report);
+  check_options_took_effect(pl, plan.steps, options);
 
   ro.num_threads = options.num_threads;
   ro.shape_cache_capacity = options.shape_cache_capacity;

@@ -208,7 +208,7 @@ TEST_F(Bench, RefusesBadValuesNamingTheOption) {
   };
   for (const auto& [args, message] : cases) {
     Result r = bench(std::string("--dim N=3 ") + args);
-    EXPECT_EQ(r.exit_code, 1) << args << ": " << r.out << r.err;
+    EXPECT_EQ(r.exit_code, 2) << args << ": " << r.out << r.err;  // a usage error
     EXPECT_NE(r.err.find("switchyard: error: "), std::string::npos) << args << ": " << r.err;
     EXPECT_NE(r.err.find(message), std::string::npos) << args << ": " << r.err;
     EXPECT_EQ(r.out, "") << args;
@@ -217,7 +217,7 @@ TEST_F(Bench, RefusesBadValuesNamingTheOption) {
 
 TEST_F(Bench, RefusesIterationsWithDuration) {
   Result r = bench("--dim N=3 --iterations 5 --duration 1");
-  EXPECT_NE(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE((r.out + r.err).find("excludes"), std::string::npos) << r.out << r.err;
   EXPECT_EQ(r.out.find("latency"), std::string::npos) << r.out;
 }

@@ -148,4 +148,42 @@ TEST_F(RunInputs, RefusesShapeAndDtypeContradictions) {
 }
 
 }  // namespace
+// No option is silently ignored: a repeated --dim or --shape, or an unparsable one, is a usage
+// error (exit 2, naming it); a name the model lacks is an error of the run (exit 1); an option
+// no partition honours is a warning on stderr (an error under --fallback strict).
+TEST_F(RunInputs, UsageErrorsExit2AndUnhonouredOptionsAreSaid) {
+  const std::pair<const char*, const char*> usage[] = {
+      {"--dim N=2 --dim N=3", "--dim N is given twice (2 and 3)"},
+      {"--shape X=2x4 --shape X=3x4 --dim N=2", "--shape X is given twice"},
+      {"--dim N", "--dim 'N': expected NAME=VALUE"},
+      {"--dim N=two", "--dim N: 'two' is not a non-negative integer"},
+      {"--iterations 0 --dim N=2", "--iterations must be at least 1, got 0"},
+      {"--no-such-flag", "--no-such-flag"},
+  };
+  for (const auto& [args, message] : usage) {
+    Result r = run(args);
+    EXPECT_EQ(r.exit_code, 2) << args << ": " << r.output;
+    EXPECT_NE(r.output.find(message), std::string::npos) << args << ": " << r.output;
+  }
+  Result unknown = run("--dim M=2 --dim N=2");
+  EXPECT_EQ(unknown.exit_code, 1) << unknown.output;
+  EXPECT_NE(unknown.output.find("--dim M=2: no input of the model has a dim named 'M'"),
+            std::string::npos)
+      << unknown.output;
+  Result fp16 = run("--dim N=2 --precision fp16");
+  EXPECT_EQ(fp16.exit_code, 0) << fp16.output;
+  EXPECT_NE(fp16.output.find("switchyard: warning: --precision fp16 has no effect: no partition "
+                             "runs on a device with more than one precision (the nodes run on "
+                             "cpu, in fp32)"),
+            std::string::npos)
+      << fp16.output;
+  Result strict = run("--dim N=2 --precision fp16 --fallback strict");
+  EXPECT_EQ(strict.exit_code, 1) << strict.output;
+  EXPECT_NE(strict.output.find("an error under --fallback strict"), std::string::npos)
+      << strict.output;
+  Result plain = run("--dim N=2");
+  EXPECT_EQ(plain.exit_code, 0) << plain.output;
+  EXPECT_EQ(plain.output.find("warning"), std::string::npos) << plain.output;
+}
+
 }  // namespace switchyard::testing

@@ -125,13 +125,14 @@ std::string threads_per_run(int threads) {
 }
 
 int bench_command(const BenchArgs& args) {
-  require(args.threads >= 0, "--threads must be >= 0, got {}", args.threads);
-  require(args.warmup >= 0, "--warmup must be >= 0, got {}", args.warmup);
-  require(args.iterations >= 1, "--iterations must be at least 1, got {}", args.iterations);
-  require(!args.duration_given || (std::isfinite(args.duration_s) && args.duration_s > 0),
-          "--duration must be > 0 seconds, got {}", args.duration_s);
-  require(args.concurrency >= 1, "--concurrency must be at least 1, got {}", args.concurrency);
-  require(args.deadline_ms >= 0, "--deadline-ms must be >= 0, got {}", args.deadline_ms);
+  require_usage(args.threads >= 0, "--threads must be >= 0, got {}", args.threads);
+  require_usage(args.warmup >= 0, "--warmup must be >= 0, got {}", args.warmup);
+  require_usage(args.iterations >= 1, "--iterations must be at least 1, got {}", args.iterations);
+  require_usage(!args.duration_given || (std::isfinite(args.duration_s) && args.duration_s > 0),
+                "--duration must be > 0 seconds, got {}", args.duration_s);
+  require_usage(args.concurrency >= 1, "--concurrency must be at least 1, got {}",
+                args.concurrency);
+  require_usage(args.deadline_ms >= 0, "--deadline-ms must be >= 0, got {}", args.deadline_ms);
   RunOptions run_options;
   run_options.deadline_ms = args.deadline_ms;
   Options options = args.options;
@@ -139,7 +140,7 @@ int bench_command(const BenchArgs& args) {
 
   // A saved executable or a compile-cache hit is loaded (load_ms, compile_ms 0); a model is
   // imported (load_ms) and compiled (compile_ms).
-  Executable exe = compile_file(args.model, options);
+  Executable exe = warn_unhonoured(compile_file(args.model, options));
   const CompileStats& compiled = exe.compile_stats();
   std::vector<Datum> inputs = resolve_input_options(args.inputs, exe).values;
 

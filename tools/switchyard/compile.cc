@@ -29,7 +29,7 @@ void add_compile_command(CLI::App& app, int& exit_code) {
     require(!is_executable_file(args->model),
             "{} is already a compiled executable; give the ONNX model to compile", args->model);
     auto start = std::chrono::steady_clock::now();
-    Executable exe = Model::load(args->model).compile(args->options);
+    Executable exe = warn_unhonoured(Model::load(args->model).compile(args->options));
     auto compiled = std::chrono::steady_clock::now();
     exe.save(args->output);
     auto saved = std::chrono::steady_clock::now();

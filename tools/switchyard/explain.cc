@@ -27,7 +27,7 @@ void add_explain_command(CLI::App& app, int& exit_code) {
   cmd->add_option("-o,--output", args->output, "write the report to this file");
   add_placement_options(cmd, args->options);
   cmd->callback([args, &exit_code] {
-    Executable exe = compile_file(args->model, args->options);
+    Executable exe = warn_unhonoured(compile_file(args->model, args->options));
     std::string text = exe.explain(args->format);
     if (args->output.empty()) {
       fmt::print("{}", text);

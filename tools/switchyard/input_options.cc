@@ -24,8 +24,8 @@ void add_input_shape_options(CLI::App* cmd, InputOptions& inputs) {
 std::pair<std::string, std::string> split_assignment(const std::string& text,
                                                      const std::string& option) {
   auto eq = text.find('=');
-  require(eq != std::string::npos && eq > 0 && eq + 1 < text.size(), "{} '{}': expected NAME=VALUE",
-          option, text);
+  require_usage(eq != std::string::npos && eq > 0 && eq + 1 < text.size(),
+                "{} '{}': expected NAME=VALUE", option, text);
   return {text.substr(0, eq), text.substr(eq + 1)};
 }
 
@@ -34,12 +34,15 @@ tooling::InputSpec make_input_spec(const InputOptions& inputs) {
   spec.seed = inputs.seed;
   for (const auto& d : inputs.dims) {
     auto [name, value] = split_assignment(d, "--dim");
-    require(value.find_first_not_of("0123456789") == std::string::npos && value.size() < 19,
-            "--dim {}: '{}' is not a non-negative integer", name, value);
+    require_usage(value.find_first_not_of("0123456789") == std::string::npos && value.size() < 19,
+                  "--dim {}: '{}' is not a non-negative integer", name, value);
+    require_usage(!spec.dims.count(name), "--dim {} is given twice ({} and {})", name,
+                  spec.dims.count(name) ? spec.dims.at(name) : 0, value);
     spec.dims[name] = std::stoll(value);
   }
   for (const auto& s : inputs.shapes) {
     auto [name, value] = split_assignment(s, "--shape");
+    require_usage(!spec.shapes.count(name), "--shape {} is given twice", name);
     spec.shapes[name] = tooling::parse_shape(value);
   }
   return spec;

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "commands.h"
+#include "require.h"
 #include "switchyard/error.hpp"
 
 int main(int argc, char** argv) {
@@ -21,7 +22,11 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version exit 0; any other parse error is a usage error.
+    return app.exit(e) == 0 ? 0 : 2;
+  } catch (const switchyard::tools::UsageError& e) {
+    std::fprintf(stderr, "switchyard: error: %s\n", e.what());
+    return 2;
   } catch (const switchyard::Error& e) {
     std::fprintf(stderr, "switchyard: error: %s\n", e.what());
     return 1;
@@ -33,7 +38,7 @@ int main(int argc, char** argv) {
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "switchyard: internal error: %s\n", e.what());
-    return 2;
+    return 3;
   }
   return exit_code;
 }

@@ -1,5 +1,7 @@
 #include "placement_options.h"
 
+#include <fmt/format.h>
+
 namespace switchyard::tools {
 
 void add_placement_options(CLI::App* cmd, Options& o) {
@@ -27,6 +29,11 @@ void add_placement_options(CLI::App* cmd, Options& o) {
                   "compile cache folder (default $SWITCHYARD_CACHE_DIR; off: none)");
   cmd->add_option("--cache-max-bytes", o.cache_max_bytes,
                   "bound of the cache folder; least recently used entries go (default 4 GiB)");
+}
+
+Executable warn_unhonoured(Executable exe) {
+  for (const std::string& w : exe.warnings()) fmt::print(stderr, "switchyard: warning: {}\n", w);
+  return exe;
 }
 
 }  // namespace switchyard::tools

@@ -13,4 +13,8 @@ namespace switchyard::tools {
 /// the option).
 void add_placement_options(CLI::App* cmd, Options& options);
 
+/// Prints each option the compile could not honour (Executable::warnings) on stderr as
+/// "switchyard: warning: ..." and returns `exe`.
+Executable warn_unhonoured(Executable exe);
+
 }  // namespace switchyard::tools

@@ -35,14 +35,14 @@ struct RunArgs {
 };
 
 int run_command(const RunArgs& args) {
-  require(args.iterations >= 1, "--iterations must be at least 1, got {}", args.iterations);
-  require(args.threads >= 0, "--threads must be >= 0, got {}", args.threads);
-  require(args.deadline_ms >= 0, "--deadline-ms must be >= 0, got {}", args.deadline_ms);
+  require_usage(args.iterations >= 1, "--iterations must be at least 1, got {}", args.iterations);
+  require_usage(args.threads >= 0, "--threads must be >= 0, got {}", args.threads);
+  require_usage(args.deadline_ms >= 0, "--deadline-ms must be >= 0, got {}", args.deadline_ms);
   RunOptions run_options;
   run_options.deadline_ms = args.deadline_ms;
   Options options = args.options;
   options.num_threads = args.threads;
-  Executable exe = compile_file(args.model, options);
+  Executable exe = warn_unhonoured(compile_file(args.model, options));
   const std::vector<ValueInfo> input_info = exe.inputs(), output_info = exe.outputs();
 
   tooling::ResolvedInputs resolved = resolve_input_options(args.inputs, exe);
