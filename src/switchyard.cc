@@ -458,6 +458,7 @@ runtime::RunControl run_control(const compiler::CompiledModel& impl, const RunOp
   control.cancel_flag = options.cancel.flag();
   if (!options.outputs_on.empty())
     control.output_device = device_index(impl, options.outputs_on, "RunOptions.outputs_on");
+  control.caller_queue = {"cuda", options.cuda_stream};
   return control;
 }
 }  // namespace

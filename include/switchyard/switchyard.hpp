@@ -178,6 +178,11 @@ struct RunOptions {
   /// others are copied there. Read them with Executable::device_of; host code must not read a
   /// GPU's memory.
   std::string outputs_on;
+  /// A CUDA stream (a cudaStream_t) of the device the run's GPU partitions run on: their work
+  /// starts after what is already queued there (a caller's kernels writing an input), and the
+  /// run returns once its outputs are complete, so work queued there afterwards may read them.
+  /// nullptr: the run orders itself against nothing of the caller's.
+  void* cuda_stream = nullptr;
 };
 
 /// What Executable::run_values returns.

@@ -169,6 +169,7 @@ std::vector<ir::Datum> Executable::run(std::vector<ir::Datum> inputs, RunStats* 
   state.profiler = profiler;
   if (control) {
     state.cancel_flag = control->cancel_flag;
+    state.caller_queue = control->caller_queue;
     if (control->deadline_ms > 0) {
       state.deadline_ms = control->deadline_ms;
       state.deadline = started + std::chrono::milliseconds(control->deadline_ms);

@@ -71,6 +71,8 @@ struct RunControl {
   const std::atomic<bool>* cancel_flag = nullptr;
   /// Index into devices() of the device whose memory the outputs are left in (0: the host).
   int output_device = 0;
+  /// The caller's queue the run's device work must come after (RunState::caller_queue).
+  CallerQueue caller_queue;
 };
 
 class Executable {

@@ -17,6 +17,14 @@ namespace switchyard::runtime {
 class Profiler;
 class Stream;
 
+/// A queue of the caller's that the run's work on one kind of device must come after
+/// (RunOptions.cuda_stream): the devices of `kind` read `handle` (a cudaStream_t for "cuda";
+/// opaque to the runtime), others ignore it.
+struct CallerQueue {
+  std::string kind;
+  void* handle = nullptr;
+};
+
 /// Per-run state shared by every kernel of one run() call.
 struct RunState {
   std::shared_ptr<HostPool> pool;
@@ -28,6 +36,8 @@ struct RunState {
   /// The stream the running partition's kernels enqueue on (runtime/device.h; the CUDA
   /// backend's stream and library handles); nullptr on the cpu and sim devices.
   Stream* stream = nullptr;
+  /// The caller's queue the run's device work follows (none when handle is null).
+  CallerQueue caller_queue;
   /// When the run must stop (RunOptions): its deadline (time_point::max() = none), the
   /// deadline as the caller gave it (for messages), and a flag another thread may set.
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();

@@ -1,8 +1,10 @@
 // The CUDA backend's runtime on cuda:0: discovery, copies, CUDA-graph capture and replay
 // (results held across replays, new shapes, concurrent runs), --memory-limit and out-of-memory
 // recovery, host inputs for shape values, --precision with a float32-min mask, the trace.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <thread>
 
 #include "compiler/compiler.h"
@@ -186,6 +188,63 @@ TEST(CudaRuntime, DeviceResidentInputsAndOutputsCopyNothing) {
                    "input 'X' is in the memory of a device this executable does not use");
     }
   }
+}
+
+// The CUDA runtime's entry points the caller-stream test uses, from the library the plugin
+// loaded (the test itself links no CUDA).
+struct Cudart {
+  void* lib = dlopen("libcudart.so.13", RTLD_NOW | RTLD_NOLOAD);
+  template <typename F>
+  F get(const char* name) const {
+    return lib ? reinterpret_cast<F>(dlsym(lib, name)) : nullptr;
+  }
+};
+
+// RunOptions.cuda_stream: a caller's stream writes the input (after ~20 GB of memsets, so the
+// write lands well after the run would start without ordering); the run waits for it.
+TEST(CudaRuntime, RunsAfterTheCallersStream) {
+  SY_SKIP_WITHOUT_GPU();
+  Executable gpu = compile_on(chain_graph(), gpu_options());  // loads the plugin and cudart
+  Executable cpu = compile_on(chain_graph(), cpu_options());
+  Cudart rt;
+  ASSERT_NE(rt.lib, nullptr) << "libcudart.so.13 is not loaded by the plugin";
+  auto stream_create = rt.get<int (*)(void**)>("cudaStreamCreate");
+  auto stream_sync = rt.get<int (*)(void*)>("cudaStreamSynchronize");
+  auto stream_destroy = rt.get<int (*)(void*)>("cudaStreamDestroy");
+  auto malloc_ = rt.get<int (*)(void**, size_t)>("cudaMalloc");
+  auto free_ = rt.get<int (*)(void*)>("cudaFree");
+  auto memset_async = rt.get<int (*)(void*, int, size_t, void*)>("cudaMemsetAsync");
+  auto memcpy_async = rt.get<int (*)(void*, const void*, size_t, int, void*)>("cudaMemcpyAsync");
+  auto host_alloc = rt.get<int (*)(void**, size_t)>("cudaMallocHost");
+  auto host_free = rt.get<int (*)(void*)>("cudaFreeHost");
+  ASSERT_TRUE(stream_create && stream_sync && stream_destroy && malloc_ && free_ && memset_async &&
+              memcpy_async && host_alloc && host_free);
+  ir::Tensor x = random_tensor(kF32, {8, 64}, 41);
+  ir::Tensor want = run1(cpu, x);
+  void* stream = nullptr;
+  ASSERT_EQ(stream_create(&stream), 0);
+  const size_t big = size_t{2} << 30;
+  void *scratch = nullptr, *input = nullptr, *pinned = nullptr;
+  ASSERT_EQ(malloc_(&scratch, big), 0);
+  ASSERT_EQ(malloc_(&input, x.nbytes()), 0);
+  ASSERT_EQ(host_alloc(&pinned, x.nbytes()), 0);
+  std::memcpy(pinned, x.raw(), x.nbytes());
+  for (int round = 0; round < 3; ++round) {
+    ASSERT_EQ(memset_async(input, 0xFF, x.nbytes(), stream), 0);  // NaN until the write
+    ASSERT_EQ(stream_sync(stream), 0);
+    for (int k = 0; k < 10; ++k) ASSERT_EQ(memset_async(scratch, k, big, stream), 0);
+    ASSERT_EQ(memcpy_async(input, pinned, x.nbytes(), /*cudaMemcpyHostToDevice*/ 1, stream), 0);
+    RunOptions after;
+    after.cuda_stream = stream;
+    Tensor wrapped = gpu.wrap_device_memory("cuda:0", x.dtype(), x.shape(), nullptr, input);
+    RunResult r = gpu.run_values({Datum(wrapped)}, after);
+    EXPECT_TENSOR_NEAR(r.outputs[0].tensor, want, 1e-6, 1e-6) << "round " << round;
+  }
+  stream_sync(stream);
+  host_free(pinned);
+  free_(input);
+  free_(scratch);
+  stream_destroy(stream);
 }
 
 TEST(CudaRuntime, DeviceOutOfMemoryIsTypedAndRecoverable) {
