@@ -170,14 +170,14 @@ TEST_F(RunInputs, UsageErrorsExit2AndUnhonouredOptionsAreSaid) {
   EXPECT_NE(unknown.output.find("--dim M=2: no input of the model has a dim named 'M'"),
             std::string::npos)
       << unknown.output;
-  Result fp16 = run("--dim N=2 --precision fp16");
+  Result fp16 = run("--dim N=2 --precision fp16 --compute-units cpu_only");
   EXPECT_EQ(fp16.exit_code, 0) << fp16.output;
   EXPECT_NE(fp16.output.find("switchyard: warning: --precision fp16 has no effect: no partition "
                              "runs on a device with more than one precision (the nodes run on "
                              "cpu, in fp32)"),
             std::string::npos)
       << fp16.output;
-  Result strict = run("--dim N=2 --precision fp16 --fallback strict");
+  Result strict = run("--dim N=2 --precision fp16 --compute-units cpu_only --fallback strict");
   EXPECT_EQ(strict.exit_code, 1) << strict.output;
   EXPECT_NE(strict.output.find("an error under --fallback strict"), std::string::npos)
       << strict.output;
