@@ -459,6 +459,26 @@ runtime::RunControl run_control(const compiler::CompiledModel& impl, const RunOp
   if (!options.outputs_on.empty())
     control.output_device = device_index(impl, options.outputs_on, "RunOptions.outputs_on");
   control.caller_queue = {"cuda", options.cuda_stream};
+  if (!options.output_buffers.empty()) {
+    const auto& outs = impl.graph().outputs();
+    control.output_buffers.resize(outs.size());
+    for (const auto& [name, buffer] : options.output_buffers) {
+      size_t i = 0;
+      while (i < outs.size() && outs[i]->name() != name) ++i;
+      if (i == outs.size()) {
+        std::vector<std::string> names;
+        for (const ir::Value* v : outs) names.push_back(v->name());
+        SY_THROW(InvalidArgument,
+                 "RunOptions.output_buffers: '{}' is not an output of the model (its outputs: {})",
+                 name, fmt::join(names, ", "));
+      }
+      const ir::Type& type = outs[i]->type();
+      SY_CHECK(!type.is_tensor() || type.dtype == buffer.dtype(), InvalidArgument,
+               "RunOptions.output_buffers: output '{}' is {}; the buffer given for it is {}", name,
+               dtype_name(type.dtype), dtype_name(buffer.dtype()));
+      control.output_buffers[i] = buffer;
+    }
+  }
   return control;
 }
 }  // namespace

@@ -183,6 +183,11 @@ struct RunOptions {
   /// run returns once its outputs are complete, so work queued there afterwards may read them.
   /// nullptr: the run orders itself against nothing of the caller's.
   void* cuda_stream = nullptr;
+  /// Buffers of the caller's, by output name, that those outputs are written into (one copy,
+  /// counted in RunStats) and returned as: host memory, or a device's memory made with
+  /// Executable::wrap_device_memory. Each must have the output's dtype and, once the run knows
+  /// it, its shape; otherwise the run throws InvalidArgument naming the output.
+  std::map<std::string, Tensor> output_buffers;
 };
 
 /// What Executable::run_values returns.

@@ -23,6 +23,17 @@ ir::Datum map_tensors(const ir::Datum& value,
   return value;
 }
 
+void Device::copy_into(const ir::Tensor& src, const ir::Tensor& dst) const {
+  SY_ASSERT(src.dtype() == dst.dtype() && src.shape() == dst.shape());
+  if (src.dtype() == ir::DType::String) {
+    for (int64_t i = 0; i < src.numel(); ++i)
+      const_cast<std::string*>(dst.data<std::string>())[i] = src.data<std::string>()[i];
+    return;
+  }
+  if (src.nbytes() && src.raw() != dst.raw())
+    std::memmove(const_cast<void*>(dst.raw()), src.raw(), src.nbytes());
+}
+
 ir::Datum copy_datum(const ir::Datum& value, HostPool& pool) {
   return map_tensors(value, [&](const ir::Tensor& t) {
     if (t.dtype() == ir::DType::String) return t.clone();

@@ -102,6 +102,10 @@ class Device {
   virtual ir::Datum copy_out(const ir::Datum& value, HostPool& host_pool) const {
     return copy_datum(value, host_pool);
   }
+  /// Copies the tensor `src` (this device's memory or host memory) into `dst`, a caller's buffer
+  /// in this device's memory of the same dtype and shape (RunOptions.output_buffers). The
+  /// default is a host memcpy, for devices whose memory host code reads.
+  virtual void copy_into(const ir::Tensor& src, const ir::Tensor& dst) const;
   /// The tag of this device's memory on pool blocks and caller buffers (memory_space_of).
   virtual int memory_space() const = 0;
   /// Whether a tensor's storage lives in this device's memory.

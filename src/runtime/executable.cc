@@ -315,6 +315,34 @@ std::vector<ir::Datum> Executable::run(std::vector<ir::Datum> inputs, RunStats* 
     outputs.push_back(where[static_cast<size_t>(id)][out_device]);
   }
   for (size_t i = 0; i < outputs.size(); ++i) check_output_dtype(*graph_->outputs()[i], outputs[i]);
+  // Caller buffers: each output written into its buffer on the buffer's device (a copy).
+  for (size_t i = 0; control && i < control->output_buffers.size() && i < outputs.size(); ++i) {
+    const ir::Tensor& buffer = control->output_buffers[i];
+    if (!buffer.defined()) continue;
+    const ir::Value& v = *graph_->outputs()[i];
+    size_t at = num_devices;
+    for (size_t d = 0; d < num_devices && at == num_devices; ++d)
+      if (devices_[d]->owns(buffer)) at = d;
+    SY_CHECK(at < num_devices, InvalidArgument,
+             "the buffer for output '{}' is in the memory of a device this executable does not use",
+             v.name());
+    SY_CHECK(outputs[i].is_tensor(), InvalidArgument,
+             "output '{}' is not a tensor; it cannot be written into a buffer", v.name());
+    ir::Tensor result = outputs[i].tensor;
+    SY_CHECK(result.dtype() == buffer.dtype() && result.shape() == buffer.shape(), InvalidArgument,
+             "output '{}' is {} {}; the buffer given for it is {} {}", v.name(),
+             ir::dtype_name(result.dtype()), ir::shape_to_string(result.shape()),
+             ir::dtype_name(buffer.dtype()), ir::shape_to_string(buffer.shape()));
+    if (at != out_device && !v.is_constant()) {
+      auto found = value_ids_.find(&v);
+      ensure(static_cast<size_t>(found->second), at, out_device);
+      result = where[static_cast<size_t>(found->second)][at].tensor;
+    }
+    devices_[at]->copy_into(result, buffer);
+    ++copies;
+    copied_bytes += buffer.nbytes();
+    outputs[i] = ir::Datum(buffer);
+  }
   if (profiler) {
     runtime::ProfileEvent e;
     e.name = "model_run";

@@ -73,6 +73,9 @@ struct RunControl {
   int output_device = 0;
   /// The caller's queue the run's device work must come after (RunState::caller_queue).
   CallerQueue caller_queue;
+  /// Per graph output (in order; empty = none, or an undefined tensor): a caller's buffer, in
+  /// host memory or one of devices()', that the output is written into and returned as.
+  std::vector<ir::Tensor> output_buffers;
 };
 
 class Executable {

@@ -182,6 +182,14 @@ TEST(CudaRuntime, DeviceResidentInputsAndOutputsCopyNothing) {
       EXPECT_EQ(out.stats.copies, 1);  // the result, to the host
       EXPECT_EQ(gpu.device_of(out.outputs[0].tensor), "cpu");
       EXPECT_TENSOR_NEAR(out.outputs[0].tensor, twice, 1e-6, 1e-6);
+      // Written into a caller's device buffer (CudaBackend::copy_into), then read back by a run.
+      RunOptions into = stay;
+      Tensor buffer = gpu.run_values({Datum(x)}, stay).outputs[0].tensor;  // some cuda:0 memory
+      into.output_buffers = {{"Y", buffer}};
+      RunResult written = gpu.run_values({Datum(x)}, into);
+      EXPECT_EQ(written.stats.copies, 2);  // x in, Y into the buffer
+      EXPECT_EQ(written.outputs[0].tensor.raw(), buffer.raw());
+      EXPECT_TENSOR_NEAR(gpu.run_values({Datum(buffer)}).outputs[0].tensor, twice, 1e-6, 1e-6);
       // `again`'s result, still on the device, brought to the host by the cpu executable
       // (its input is in memory of a device it does not use: refused, naming the input).
       expect_error([&] { cpu.run_values({again.outputs[0]}); }, ErrorCode::InvalidArgument,

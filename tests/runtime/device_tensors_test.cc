@@ -90,6 +90,50 @@ TEST(DeviceTensors, ADeviceInputReadElsewhereIsCopiedThereOnce) {
   EXPECT_TRUE(same_bits(there.outputs[0].tensor, host.outputs[0].tensor));
 }
 
+TEST(DeviceTensors, OutputsAreWrittenIntoCallerBuffers) {
+  Executable exe = on_sim();
+  Tensor x = dense_inputs().at("x");
+  RunResult host = exe.run_values({Datum(x)});
+  // A host buffer: the output is written into it and returned as it (one more copy).
+  Tensor into(DType::Float32, {3, 64});
+  RunOptions o;
+  o.output_buffers = {{"y", into}};
+  RunResult r = exe.run_values({Datum(x)}, o);
+  EXPECT_EQ(r.outputs[0].tensor.raw(), into.raw());
+  EXPECT_TRUE(same_bits(into, host.outputs[0].tensor));
+  EXPECT_EQ(r.stats.copies, host.stats.copies + 1);
+  // A buffer on the device, from a device-resident input: the one copy is the write into it.
+  Tensor on_device = to_device(exe, "sim:0", Tensor(DType::Float32, {3, 64}));
+  RunOptions d;
+  d.outputs_on = "sim:0";
+  d.output_buffers = {{"y", on_device}};
+  RunResult rd = exe.run_values({Datum(to_device(exe, "sim:0", x))}, d);
+  EXPECT_EQ(rd.stats.copies, 1);
+  EXPECT_EQ(rd.stats.copied_bytes, on_device.nbytes());
+  EXPECT_EQ(rd.outputs[0].tensor.raw(), on_device.raw());
+  EXPECT_EQ(exe.device_of(rd.outputs[0].tensor), "sim:0");
+  EXPECT_TRUE(same_bits(on_device, host.outputs[0].tensor));
+  // A device buffer while the outputs go to the host: copied from the host to the device.
+  RunOptions mixed;
+  mixed.output_buffers = {{"y", on_device}};
+  std::memset(on_device.raw(), 0, on_device.nbytes());
+  exe.run_values({Datum(x)}, mixed);
+  EXPECT_TRUE(same_bits(on_device, host.outputs[0].tensor));
+  // Wrong buffers are errors naming the output.
+  RunOptions shape;
+  shape.output_buffers = {{"y", Tensor(DType::Float32, {2, 64})}};
+  expect_error([&] { exe.run_values({Datum(x)}, shape); }, ErrorCode::InvalidArgument,
+               "output 'y' is float 3x64; the buffer given for it is float 2x64");
+  RunOptions dtype;
+  dtype.output_buffers = {{"y", Tensor(DType::Int64, {3, 64})}};
+  expect_error([&] { exe.run_values({Datum(x)}, dtype); }, ErrorCode::InvalidArgument,
+               "output 'y' is float; the buffer given for it is int64");
+  RunOptions name;
+  name.output_buffers = {{"z", into}};
+  expect_error([&] { exe.run_values({Datum(x)}, name); }, ErrorCode::InvalidArgument,
+               "'z' is not an output of the model (its outputs: y)");
+}
+
 TEST(DeviceTensors, UnknownDevicesAreErrorsNamingThem) {
   Executable exe = on_sim();
   Tensor x = dense_inputs().at("x");

@@ -118,6 +118,16 @@ ir::Datum CudaBackend::copy_out(const ir::Datum& value, runtime::HostPool& host_
   });
 }
 
+void CudaBackend::copy_into(const ir::Tensor& src, const ir::Tensor& dst) const {
+  SY_CHECK(src.dtype() != ir::DType::String, Unsupported, "string tensors cannot be copied to {}",
+           info_.id);
+  if (!src.nbytes() || src.raw() == dst.raw()) return;
+  use_device(index_);
+  // Unified addressing: one call for a device source and for a host one.
+  SY_CUDA_CHECK(
+      cudaMemcpy(const_cast<void*>(dst.raw()), src.raw(), src.nbytes(), cudaMemcpyDefault));
+}
+
 std::vector<int> CudaBackend::host_inputs(const ir::Node& node) const {
   return cuda_kernels().host_inputs(node);
 }

@@ -35,6 +35,7 @@ class CudaBackend : public backends::Backend {
   std::vector<int> host_inputs(const ir::Node& node) const override;
   /// Shape computations kept in a partition run there on the host (cuda_partition.cc).
   bool runs_shape_steps_inline() const override { return true; }
+  void copy_into(const ir::Tensor& src, const ir::Tensor& dst) const override;
   int memory_space() const override { return memory_space_of_device(index_); }
 
   int index() const { return index_; }
