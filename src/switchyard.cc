@@ -267,6 +267,8 @@ Options relower_options(Options o, const std::vector<std::string>& present) {
 
 bool is_executable_file(const std::string& path) { return compiler::is_executable_file(path); }
 
+const char* version() { return SWITCHYARD_VERSION_STRING; }
+
 void Executable::save(const std::string& path) const {
   translate_std_exceptions(fmt::format("saving the executable '{}'", path), [&] {
     compiler::write_executable(path, *impl_, impl_->options().user_options);

@@ -35,10 +35,10 @@ SWITCHYARD_API size_t dtype_size(DType dtype);
 /// Lower-case name as the ONNX spec spells it: "float", "int64", "bfloat16", ...
 SWITCHYARD_API std::string_view dtype_name(DType dtype);
 /// True for the dtypes this runtime knows (everything but complex and undefined).
-bool dtype_is_known(DType dtype);
-bool dtype_is_float(DType dtype);    ///< f16, bf16, f32, f64
-bool dtype_is_integer(DType dtype);  ///< signed or unsigned integers (not bool)
-bool dtype_is_signed(DType dtype);   ///< floats and signed integers
+SWITCHYARD_API bool dtype_is_known(DType dtype);
+SWITCHYARD_API bool dtype_is_float(DType dtype);    ///< f16, bf16, f32, f64
+SWITCHYARD_API bool dtype_is_integer(DType dtype);  ///< signed or unsigned integers (not bool)
+SWITCHYARD_API bool dtype_is_signed(DType dtype);   ///< floats and signed integers
 
 /// IEEE half precision, stored as bits.
 struct Float16 {
@@ -56,10 +56,10 @@ struct BFloat16 {
   operator float() const;  // NOLINT
 };
 
-float half_to_float(uint16_t bits);
-uint16_t float_to_half(float f);
-float bfloat16_to_float(uint16_t bits);
-uint16_t float_to_bfloat16(float f);
+SWITCHYARD_API float half_to_float(uint16_t bits);
+SWITCHYARD_API uint16_t float_to_half(float f);
+SWITCHYARD_API float bfloat16_to_float(uint16_t bits);
+SWITCHYARD_API uint16_t float_to_bfloat16(float f);
 
 inline Float16::Float16(float f) : bits(float_to_half(f)) {}
 inline Float16::operator float() const { return half_to_float(bits); }

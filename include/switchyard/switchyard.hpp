@@ -18,6 +18,7 @@
 #include "switchyard/export.hpp"
 #include "switchyard/profile.hpp"
 #include "switchyard/tensor.hpp"
+#include "switchyard/version.hpp"
 
 namespace switchyard {
 

@@ -4,14 +4,18 @@
 #include <exception>
 #include <new>
 #include <stdexcept>
+#include <string>
 
 #include "commands.h"
 #include "require.h"
 #include "switchyard/error.hpp"
+#include "switchyard/version.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"switchyard: load, place, compile and run neural-network models"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("switchyard ") + switchyard::version(),
+                       "Print the library's version and exit");
   int exit_code = 0;
   switchyard::tools::add_run_command(app, exit_code);
   switchyard::tools::add_bench_command(app, exit_code);
