@@ -42,12 +42,24 @@ struct DeviceInfo {
   double copy_gbytes_per_s = 0.0;  ///< transfer bandwidth to/from the host (0: no copies)
 };
 
+/// A point in a stream's queue of work (Stream::record): the work queued before it.
+class Event {
+ public:
+  virtual ~Event() = default;
+  /// Blocks the calling thread until that work is done.
+  virtual void synchronize() const = 0;
+};
+
 /// A device's queue of work for one partition run (the CUDA backend's stream with its library
 /// handles): kernels reach it through RunState::stream while their partition runs; nullptr on
 /// devices that run on the calling thread (cpu, sim).
 class Stream {
  public:
   virtual ~Stream() = default;
+  /// An event marking the work queued so far.
+  virtual std::unique_ptr<Event> record() = 0;
+  /// Work queued here from now on waits for `event` (recorded on a stream of the same device).
+  virtual void wait(const Event& event) = 0;
 };
 
 /// The arithmetic precision one node of the user's graph runs at in a compiled partition.

@@ -11,6 +11,36 @@
 
 namespace switchyard::cuda {
 
+CudaEvent::CudaEvent(cudaStream_t stream) {
+  SY_CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming));
+  cudaError_t recorded = cudaEventRecord(event_, stream);
+  if (recorded != cudaSuccess) {
+    cudaEventDestroy(event_);
+    cudaGetLastError();  // a bad stream handle is not sticky: clear it
+    SY_THROW(InvalidArgument, "cannot record an event on the stream given: {}",
+             cudaGetErrorString(recorded));
+  }
+}
+
+CudaEvent::~CudaEvent() {
+  if (event_) cudaEventDestroy(event_);
+}
+
+void CudaEvent::synchronize() const { SY_CUDA_CHECK(cudaEventSynchronize(event_)); }
+
+std::unique_ptr<runtime::Event> CudaStream::record() { return std::make_unique<CudaEvent>(stream); }
+
+void CudaStream::wait(const runtime::Event& event) {
+  const auto* e = dynamic_cast<const CudaEvent*>(&event);
+  SY_CHECK(e != nullptr, Internal, "a CUDA stream was asked to wait for another device's event");
+  cudaError_t waited = cudaStreamWaitEvent(stream, e->get(), 0);
+  if (waited != cudaSuccess) {
+    cudaGetLastError();
+    SY_THROW(InvalidArgument, "a stream cannot wait for the event given: {}",
+             cudaGetErrorString(waited));
+  }
+}
+
 CudaRunContext& run_context(const runtime::KernelContext& ctx) {
   auto* c = dynamic_cast<CudaRunContext*>(ctx.state().stream);
   SY_CHECK(c != nullptr, Internal, "{}: a CUDA kernel ran outside a CUDA partition",

@@ -25,10 +25,28 @@ namespace switchyard::cuda {
 using backends::Precision;  // the seam's (backends/backend.h)
 using backends::precision_name;
 
-/// One stream with its own library handles and workspace (a slot of the backend's pool).
-struct CudaRunContext : runtime::Stream {
-  int device = 0;
+/// A CUDA event as the seam's Event.
+class CudaEvent : public runtime::Event {
+ public:
+  explicit CudaEvent(cudaStream_t stream);  ///< recorded on `stream`
+  ~CudaEvent() override;
+  void synchronize() const override;
+  cudaEvent_t get() const { return event_; }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+/// A CUDA stream as the seam's Stream: record and wait.
+struct CudaStream : runtime::Stream {
   cudaStream_t stream = nullptr;
+  std::unique_ptr<runtime::Event> record() override;
+  void wait(const runtime::Event& event) override;
+};
+
+/// One stream with its own library handles and workspace (a slot of the backend's pool).
+struct CudaRunContext : CudaStream {
+  int device = 0;
   cublasLtHandle_t cublaslt = nullptr;
   cudnnHandle_t cudnn = nullptr;  ///< already bound to `stream`
   void* workspace = nullptr;      ///< scratch for cuBLASLt / cuDNN, `workspace_bytes` long

@@ -200,17 +200,14 @@ class CudaPartition : public runtime::CompiledPartition {
       // The caller's stream first (RunOptions.cuda_stream): its queued work, such as kernels
       // writing an input in place, comes before this partition's.
       if (state.caller_queue.kind == "cuda" && state.caller_queue.handle) {
-        cudaEvent_t ready;
-        SY_CUDA_CHECK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
-        cudaError_t recorded =
-            cudaEventRecord(ready, static_cast<cudaStream_t>(state.caller_queue.handle));
-        if (recorded == cudaSuccess) recorded = cudaStreamWaitEvent(rc.stream, ready, 0);
-        cudaEventDestroy(ready);
-        if (recorded != cudaSuccess) cudaGetLastError();  // not sticky: clear it
-        SY_CHECK(recorded == cudaSuccess, InvalidArgument,
-                 "RunOptions.cuda_stream: {} cannot wait on the stream given ({}); give a stream "
-                 "of {}",
-                 backend_.device().id, cudaGetErrorString(recorded), backend_.device().id);
+        CudaStream caller;
+        caller.stream = static_cast<cudaStream_t>(state.caller_queue.handle);
+        try {
+          rc.wait(*caller.record());
+        } catch (const Error& e) {
+          SY_THROW(InvalidArgument, "RunOptions.cuda_stream: {}: {}; give a stream of {}",
+                   backend_.device().id, e.message(), backend_.device().id);
+        }
       }
       rc.device_error = lease->error_word;
       SY_CUDA_CHECK(cudaMemsetAsync(rc.device_error, 0, sizeof(int32_t), rc.stream));
