@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Holds the include graph to the layer table of src/README.md.
 
-Reads every `#include "..."` in src/, tools/ and include/ (C++ and CUDA sources and headers),
+Reads every `#include "..."` in src/, tools/, include/ and python/src/ (C++ and CUDA sources and
+headers; python/src/ is the Python package's extension, a client of the library as tools/ is),
 places the including file and the included one in a layer (the table's "where" column), and
 fails, listing each offending arrow, when the table does not let the first layer include the
 second, or when a file or an include cannot be placed.
@@ -17,6 +18,8 @@ import sys
 import tempfile
 
 SOURCE = re.compile(r"\.(h|hpp|cc|cpp|cu|cuh|def|inc)$")
+# The folders whose files are checked (each must be placed by the table).
+CHECKED = ("src", "include", "tools", "python/src")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -75,7 +78,7 @@ def check(root):
     layers = read_table(root)
     problems = []
     arrows = 0
-    for top in ("src", "include", "tools"):
+    for top in CHECKED:
         for folder, _, files in os.walk(os.path.join(root, top)):
             for name in sorted(files):
                 if not SOURCE.search(name):
@@ -134,6 +137,18 @@ def self_test():
         if problems:
             print("self-test: a tree with allowed arrows only was refused:")
             print("\n".join(problems))
+            return 1
+        # The Python extension is held to its row as well: the public API yes, the cpu no.
+        os.makedirs(os.path.join(scratch, "python", "src"))
+        with open(os.path.join(scratch, "include", "switchyard", "switchyard.hpp"), "w") as f:
+            f.write("#pragma once\n")
+        extension = os.path.join(scratch, "python", "src", "module.cc")
+        with open(extension, "w") as f:
+            f.write('#include "switchyard/switchyard.hpp"\n#include "backends/cpu/cpu_kernels.h"\n')
+        problems, _ = check(scratch)
+        if len(problems) != 1 or "python may not include cpu" not in problems[0]:
+            print("self-test: the forbidden python -> cpu arrow was not reported as expected:")
+            print("\n".join(problems) or "(nothing reported)")
             return 1
         print("self-test: a forbidden arrow fails, allowed ones pass")
         return 0
