@@ -182,7 +182,9 @@ struct RunOptions {
   /// A CUDA stream (a cudaStream_t) of the device the run's GPU partitions run on: their work
   /// starts after what is already queued there (a caller's kernels writing an input), and the
   /// run returns once its outputs are complete, so work queued there afterwards may read them.
-  /// nullptr: the run orders itself against nothing of the caller's.
+  /// nullptr: the run orders itself against nothing of the caller's. The legacy default stream
+  /// (a handle of 0 elsewhere, torch's default stream) is named by cudaStreamLegacy,
+  /// `reinterpret_cast<void*>(1)`.
   void* cuda_stream = nullptr;
   /// Buffers of the caller's, by output name, that those outputs are written into (one copy,
   /// counted in RunStats) and returned as: host memory, or a device's memory made with
