@@ -44,20 +44,20 @@ void record_compiled_facts(const placement::Placement& pl,
 void check_options_took_effect(placement::Placement& pl,
                                const std::vector<runtime::ExecutionPlan::Step>& steps,
                                const CompileOptions& options) {
-  bool on_gpu = false, precisions = false;
+  // --precision and --no-cuda-graphs are GPU options: they take effect where a partition runs
+  // on a GPU (a GPU partition of data-movement ops alone computes nothing at any precision).
+  bool on_gpu = false;
   std::vector<std::string> used;
   for (size_t p = 0; p < steps.size(); ++p) {
     const runtime::DeviceInfo& d =
         pl.devices[static_cast<size_t>(pl.partition_device[p])]->device();
     on_gpu = on_gpu || d.is_gpu;
-    precisions = precisions || !steps[p].partition->precisions().empty();
     if (std::find(used.begin(), used.end(), d.id) == used.end()) used.push_back(d.id);
   }
   std::vector<std::string> unused;
-  if (options.backend.precision != backends::Precision::Fp32 && !precisions)
+  if (options.backend.precision != backends::Precision::Fp32 && !on_gpu)
     unused.push_back(fmt::format(
-        "--precision {} has no effect: no partition runs on a device with more than one "
-        "precision (the nodes run on {}, in fp32)",
+        "--precision {} has no effect: no partition runs on a GPU (the nodes run on {}, in fp32)",
         backends::precision_name(options.backend.precision), placement::join(used, ", ")));
   if (!options.backend.device_graphs && !on_gpu)
     unused.push_back(

@@ -240,7 +240,13 @@ TEST(SavedExecutable, BadFilesAreErrorsNamingTheFile) {
   // file does. The copy's bytes come out of the report's policy text, so the sections keep
   // their offsets.
   std::string late = read_file(on_sim);
-  const std::string extra = R"({"before":-1,"from":1,"to":0,"value":"x"},)";
+  // sim:0's device index in the record (after cuda:N on a machine with GPUs): the final copy's.
+  const std::string final_copy = R"({"before":-1,"from":)";
+  size_t index_at = late.find(final_copy);
+  ASSERT_NE(index_at, std::string::npos);
+  index_at += final_copy.size();
+  const std::string sim_index = late.substr(index_at, late.find(',', index_at) - index_at);
+  const std::string extra = R"({"before":-1,"from":)" + sim_index + R"(,"to":0,"value":"x"},)";
   size_t copies = late.find("\"copies\":[{\"before\"");
   size_t policy = late.find("\"policy\":\"");
   ASSERT_NE(copies, std::string::npos);

@@ -23,9 +23,9 @@ TEST(UnhonouredOptions, PrecisionAndGraphsWithoutAGpuAreWarnings) {
   std::vector<std::string> w = compile_dense(fp16).warnings();
   ASSERT_EQ(w.size(), 1u);
   EXPECT_EQ(w[0],
-            "--precision fp16 has no effect: no partition runs on a device with more than one "
-            "precision (the nodes run on cpu, in fp32)");
-  // A simulated device has one precision too.
+            "--precision fp16 has no effect: no partition runs on a GPU (the nodes run on cpu, in "
+            "fp32)");
+  // Nor does a simulated device.
   Options sim = fp16;
   sim.sim_devices = 1;
   sim.device = "sim:0";
@@ -54,8 +54,8 @@ TEST(UnhonouredOptions, AreErrorsUnderStrictFallback) {
   o.precision = "tf32";
   o.fallback = "strict";
   expect_error([&] { compile_dense(o); }, ErrorCode::InvalidArgument,
-               "--precision tf32 has no effect: no partition runs on a device with more than "
-               "one precision (the nodes run on cpu, in fp32) — an error under --fallback strict");
+               "--precision tf32 has no effect: no partition runs on a GPU (the nodes run on cpu, "
+               "in fp32) — an error under --fallback strict");
   o.precision = "fp32";
   o.cuda_graphs = false;
   expect_error([&] { compile_dense(o); }, ErrorCode::InvalidArgument, "--no-cuda-graphs");

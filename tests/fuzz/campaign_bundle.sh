@@ -14,7 +14,7 @@ stage="$(mktemp -d)"
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib" "$(dirname "$out")"
 for t in "${targets[@]}"; do cp "$build/tests/fuzz/$t" "$stage/bin/"; done
-cp "$build"/lib/libswitchyard*.so* "$stage/lib/"
+cp -P "$build"/lib/libswitchyard*.so* "$stage/lib/"  # links stay links
 ldd "$build/tests/fuzz/fuzz_compile_run" | awk '/=> \//{print $3}' |
   grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|libresolv|libpthread|libdl|librt)\.so' |
   grep -v "$build" | while read -r lib; do cp -L "$lib" "$stage/lib/"; done
