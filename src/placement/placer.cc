@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "ir/check.h"
+#include "ops/op_traits.h"
 
 namespace switchyard::placement {
 
@@ -353,7 +354,7 @@ class Placer {
       bool outputs_small = n.num_outputs() > 0;
       for (const ir::Value* v : n.outputs()) outputs_small = outputs_small && shape_like(v);
       if (!outputs_small || !n.subgraphs().empty()) continue;
-      bool from_shapes = n.op_type() == "Shape" || n.op_type() == "Size";
+      bool from_shapes = ops::traits(n).reads_only_shape;
       if (!from_shapes) {
         bool any_input = false;
         from_shapes = true;
@@ -557,7 +558,7 @@ class Placer {
       // Shape/Size reads, directly or from its bodies (Shape and Size have no bodies).
       std::unordered_set<const ir::Value*> data_read;
       for (const ir::Node* n : p.nodes)
-        if (n->op_type() != "Shape" && n->op_type() != "Size")
+        if (!ops::traits(*n).reads_only_shape)
           for (const ir::Value* v : reads_[static_cast<size_t>(node_index_.at(n))])
             data_read.insert(v);
       // On a device, values that every reading kernel takes on the host (shape-like inputs)

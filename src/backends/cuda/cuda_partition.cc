@@ -19,6 +19,7 @@
 #include "backends/cuda/precision.h"
 #include "backends/partition_graph.h"
 #include "ir/check.h"
+#include "ops/op_traits.h"
 #include "runtime/profiler.h"
 
 namespace switchyard::cuda {
@@ -50,7 +51,7 @@ std::set<const ir::Node*> find_host_steps(const ir::Graph& g, const std::vector<
   }
   // Drop nodes that break a condition until none does: dropping one can break its neighbours'.
   auto reads_ok = [&](const ir::Node& n) {
-    if (n.op_type() == "Shape" || n.op_type() == "Size") return true;
+    if (ops::traits(n).reads_only_shape) return true;
     for (const ir::Value* v : n.inputs()) {
       if (!v || v->is_constant() || host_inputs.count(v)) continue;
       if (!v->producer() || !steps.count(v->producer())) return false;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ir/check.h"
+#include "ops/op_traits.h"
 
 namespace switchyard::backends {
 
@@ -20,14 +21,6 @@ namespace {
 
 const std::vector<int64_t> kToChannelsLast = {0, 2, 3, 1};
 const std::vector<int64_t> kToChannelsFirst = {0, 3, 1, 2};
-
-// Elementwise ops whose result does not depend on the layout of same-shaped inputs.
-const std::set<std::string> kUnary = {
-    "Relu", "Clip",     "Sigmoid",  "Tanh", "Elu", "LeakyRelu", "HardSigmoid", "HardSwish",
-    "Selu", "Softplus", "Identity", "Neg",  "Abs", "Exp",       "Erf",         "Sqrt"};
-const std::set<std::string> kBinary = {"Add", "Sub", "Mul", "Div", "Max", "Min"};
-const std::set<std::string> kPools = {"MaxPool",       "AveragePool",       "LpPool",
-                                      "GlobalMaxPool", "GlobalAveragePool", "GlobalLpPool"};
 
 bool is_onnx(const ir::Node& n) { return n.domain().empty() || n.domain() == "ai.onnx"; }
 
@@ -75,6 +68,7 @@ class ChannelsLast {
   bool joins(const ir::Node& n, std::vector<size_t>& layout_inputs) const {
     if (!is_onnx(n) || n.has_attribute("_sy_layout") || n.num_outputs() < 1) return false;
     const std::string& op = n.op_type();
+    const ops::OpTraits& traits = ops::traits(n);
     if (op == "Conv") {
       // X, and the fused residual Z; W stays KCRS (the kernel packs it once).
       if (n.num_outputs() != 1 || !is_narrow_4d(n.input(0)) || !n.input(1) ||
@@ -132,7 +126,7 @@ class ChannelsLast {
       layout_inputs = {0};
       return true;
     }
-    if (kPools.count(op) && rules_.pools) {
+    if (traits.spatial_pool && rules_.pools) {
       const ir::Value* indices = n.output(1);
       if (indices && (!indices->uses().empty() || g_.is_output(indices))) return false;
       if (!is_narrow_4d(n.input(0)) || !in_region(n.input(0))) return false;
@@ -150,13 +144,14 @@ class ChannelsLast {
       }
       return any;
     }
-    if (kUnary.count(op) || kBinary.count(op)) {
+    if (traits.layout_free()) {
       if (n.num_outputs() != 1 || !is_narrow_4d(n.output(0))) return false;
       bool any = false;
       for (size_t i = 0; i < n.num_inputs(); ++i) {
         const ir::Value* v = n.input(i);
         if (!v) continue;
-        const bool data = kBinary.count(op) || i == 0;  // Clip's min and max are scalars
+        // A unary op's other inputs are scalar parameters (Clip's min and max).
+        const bool data = traits.broadcast_elementwise || i == 0;
         if (data && twin_.count(v)) {
           layout_inputs.push_back(i);
           any = any || in_region(v);

@@ -163,6 +163,30 @@ TEST(CudaChannelsLast, OnlyLayoutFreeElementwiseNodesJoin) {
   EXPECT_EQ(t->producer()->op_type(), "Transpose");
 }
 
+TEST(CudaChannelsLast, EveryUnaryElementwiseOpJoins) {
+  // conv -> Mish -> HardSigmoid -> Gelu -> Softsign: all layout-free (ops/op_traits.h), so the
+  // region runs through them with no transpose between; PRelu with a per-channel slope [8,1,1]
+  // broadcasts by layout and stays NCHW.
+  ir::Graph g("activations");
+  const ir::DType h = ir::DType::Float16;
+  ir::Value* x = g.add_input("X", tensor(h, {1, 4, 6, 6}));
+  ir::Value* w = g.add_constant("W", random_tensor(h, {8, 4, 1, 1}, 3));
+  ir::Value* slope = g.add_constant("slope", random_tensor(h, {8, 1, 1}, 4));
+  ir::Value* v = g.add_node("Conv", "conv", {x, w}, {"c"})->output(0);
+  for (const char* op : {"Mish", "HardSigmoid", "Gelu", "Softsign"})
+    v = g.add_node(op, op, {v}, {std::string(op) + "_out"})->output(0);
+  g.add_output(g.add_node("PRelu", "prelu", {v, slope}, {"y"})->output(0));
+  ops::infer_types(g);
+
+  EXPECT_EQ(apply_channels_last(g), 5u);
+  ir::verify(g);
+  for (const char* name : {"conv", "Mish", "HardSigmoid", "Gelu", "Softsign"})
+    EXPECT_TRUE(channels_last(g, name)) << name;
+  EXPECT_FALSE(channels_last(g, "prelu"));
+  EXPECT_EQ(count_op(g, "Transpose"), 2u);  // X in, Softsign's result out
+  EXPECT_EQ(g.find_node("prelu")->input(0)->producer()->op_type(), "Transpose");
+}
+
 TEST(CudaChannelsLast, FireModuleConcatJoinsWithItsAxisRemapped) {
   // squeezenet: s = conv(X); e1 = conv1x1(s); e3 = conv3x3(s); c = Concat(e1, e3, axis 1);
   // o = conv(c). One Transpose in, one out, none around the Concat.

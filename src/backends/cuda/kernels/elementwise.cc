@@ -15,6 +15,7 @@
 #include "backends/cuda/cuda_context.h"
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/kernels/elementwise_impl.h"
+#include "ops/op_traits.h"
 #include "ops/shape_inference.h"
 
 namespace switchyard::cuda {
@@ -458,7 +459,7 @@ std::string parse_chain(const ir::Node& n, ChainPlan& plan) {
     step.op = op->op;
     step.swapped = swapped->ints[s] != 0 ? 1 : 0;
     const int64_t operand = operands->ints[s];
-    if (!op->binary) {
+    if (!ops::traits(op->name).broadcast_elementwise) {
       if (operand != kEwUnaryStep) return fmt::format("unary chain step {} has an operand", s);
       if (op->op == EwOp::Gelu) {
         step.params.flag = alphas->floats[s] != 0 ? 1 : 0;
@@ -551,7 +552,7 @@ void register_elementwise_kernels(runtime::KernelRegistry& r) {
   // kernel below refuses such a node (not_chain, plain_node).
   for (const EwChainOpName& c : kEwChainOps) {
     auto kind = ops::find_op_kind(c.name);
-    SY_ASSERT(kind.has_value());
+    SY_ASSERT(kind.has_value() && ops::traits(*kind).layout_free());
     r.add(KernelDef{*kind, kFloatTypes, 0, chain_check, runtime::make_factory<ChainKernel>()});
   }
 

@@ -47,6 +47,7 @@
 #include "backends/cuda/fusion.h"
 #include "backends/cuda/kernels/elementwise_impl.h"
 #include "ir/check.h"
+#include "ops/op_traits.h"
 
 namespace switchyard::cuda {
 namespace {
@@ -77,6 +78,9 @@ const EwChainOpName* chain_op(const ir::Node& n) {
   return nullptr;
 }
 
+/// A two-operand step (a broadcasting op), else a unary one.
+bool binary_step(const ir::Node& n) { return ops::traits(n).broadcast_elementwise; }
+
 bool fusable_dtype(const ir::Value* v) {
   if (!v || !v->type().is_tensor()) return false;
   ir::DType d = v->type().dtype;
@@ -87,7 +91,7 @@ bool fusable_dtype(const ir::Value* v) {
 bool chainable(const ir::Node& n) {
   const EwChainOpName* op = chain_op(n);
   if (!op || n.num_outputs() != 1 || n.has_attribute("_sy_chain_ops")) return false;
-  if (n.num_inputs() != (op->binary ? 2u : 1u)) return false;
+  if (n.num_inputs() != (binary_step(n) ? 2u : 1u)) return false;
   const ir::Value* out = n.output(0);
   if (!fusable_dtype(out)) return false;
   for (const ir::Value* v : n.inputs())
@@ -201,11 +205,10 @@ std::optional<Chain> match_gelu(const ir::Graph& g, ir::Node* n) {
 /// The longest chain from head `n` (nullopt when nothing joins it).
 std::optional<Chain> grow_chain(const ir::Graph& g, ir::Node* n) {
   if (!chainable(*n)) return std::nullopt;
-  const EwChainOpName* head_op = chain_op(*n);
   Chain c;
   c.head = n;
   std::vector<ir::Value*> tensors = {n->input(0)};  // the head's inputs the chain reads
-  if (head_op->binary) {
+  if (binary_step(*n)) {
     tensors.push_back(n->input(1));
     c.add_step(n->op_type(), 0.0f, 1, false);
   } else {
@@ -216,7 +219,7 @@ std::optional<Chain> grow_chain(const ir::Graph& g, ir::Node* n) {
     auto r = sole_reader(g, v);
     if (!r || !chainable(*r->node) || r->node->output(0)->type().dtype != v->type().dtype) break;
     ir::Node* next = r->node;
-    if (!chain_op(*next)->binary) {
+    if (!binary_step(*next)) {
       c.add_step(next->op_type(), unary_alpha(*next), kEwUnaryStep, false);
     } else {
       ir::Value* other = other_input(*next, v);

@@ -127,44 +127,44 @@ struct EwChain {
 };
 
 /// Ops a chain step may be, with their ONNX op types: elementwise_fusion.cc writes the names
-/// into the graph and the chain kernel (elementwise.cc) maps them back.
+/// into the graph and the chain kernel (elementwise.cc) maps them back. Each is unary or
+/// broadcasting elementwise (ops/op_traits.h); a broadcasting step takes two operands.
 struct EwChainOpName {
   const char* name;
   EwOp op;
-  bool binary;
 };
 inline constexpr EwChainOpName kEwChainOps[] = {
-    {"Add", EwOp::Add, true},
-    {"Sub", EwOp::Sub, true},
-    {"Mul", EwOp::Mul, true},
-    {"Div", EwOp::Div, true},
-    {"Max", EwOp::Max, true},
-    {"Min", EwOp::Min, true},
-    {"Pow", EwOp::Pow, true},
-    {"Relu", EwOp::Relu, false},
-    {"LeakyRelu", EwOp::LeakyRelu, false},
-    {"Elu", EwOp::Elu, false},
-    {"Celu", EwOp::Celu, false},
-    {"ThresholdedRelu", EwOp::ThresholdedRelu, false},
-    {"Sigmoid", EwOp::Sigmoid, false},
-    {"HardSwish", EwOp::HardSwish, false},
-    {"Tanh", EwOp::Tanh, false},
-    {"Exp", EwOp::Exp, false},
-    {"Log", EwOp::Log, false},
-    {"Sqrt", EwOp::Sqrt, false},
-    {"Reciprocal", EwOp::Reciprocal, false},
-    {"Abs", EwOp::Abs, false},
-    {"Neg", EwOp::Neg, false},
-    {"Erf", EwOp::Erf, false},
-    {"Softplus", EwOp::Softplus, false},
-    {"Softsign", EwOp::Softsign, false},
-    {"Mish", EwOp::Mish, false},
-    {"Gelu", EwOp::Gelu, false},
-    {"Sin", EwOp::Sin, false},
-    {"Cos", EwOp::Cos, false},
-    {"Floor", EwOp::Floor, false},
-    {"Ceil", EwOp::Ceil, false},
-    {"Round", EwOp::Round, false},
+    {"Add", EwOp::Add},
+    {"Sub", EwOp::Sub},
+    {"Mul", EwOp::Mul},
+    {"Div", EwOp::Div},
+    {"Max", EwOp::Max},
+    {"Min", EwOp::Min},
+    {"Pow", EwOp::Pow},
+    {"Relu", EwOp::Relu},
+    {"LeakyRelu", EwOp::LeakyRelu},
+    {"Elu", EwOp::Elu},
+    {"Celu", EwOp::Celu},
+    {"ThresholdedRelu", EwOp::ThresholdedRelu},
+    {"Sigmoid", EwOp::Sigmoid},
+    {"HardSwish", EwOp::HardSwish},
+    {"Tanh", EwOp::Tanh},
+    {"Exp", EwOp::Exp},
+    {"Log", EwOp::Log},
+    {"Sqrt", EwOp::Sqrt},
+    {"Reciprocal", EwOp::Reciprocal},
+    {"Abs", EwOp::Abs},
+    {"Neg", EwOp::Neg},
+    {"Erf", EwOp::Erf},
+    {"Softplus", EwOp::Softplus},
+    {"Softsign", EwOp::Softsign},
+    {"Mish", EwOp::Mish},
+    {"Gelu", EwOp::Gelu},
+    {"Sin", EwOp::Sin},
+    {"Cos", EwOp::Cos},
+    {"Floor", EwOp::Floor},
+    {"Ceil", EwOp::Ceil},
+    {"Round", EwOp::Round},
 };
 
 /// y = the chain evaluated per element, starting from operand slot 0, for float32, float16,
