@@ -1,0 +1,474 @@
+// GraphBuilder: the public graph-building API over ir::Graph. Each node is inferred by the
+// ops schemas as it is added; branches and loop bodies are child graphs whose nodes read the
+// enclosing graphs' values by pointer, as the importer represents ONNX outer-scope references.
+#include "switchyard/builder.hpp"
+
+#include <set>
+
+#include "ir/check.h"
+#include "ir/graph.h"
+#include "ops/schema.h"
+#include "switchyard/switchyard.hpp"
+
+namespace switchyard {
+
+namespace {
+
+// Names shared by a builder and the builders of its subgraphs: every value and node name of
+// the tree, so generated names never collide with each other or with the user's.
+struct NameTable {
+  std::set<std::string> used;
+  int64_t counter = 0;
+
+  std::string fresh(const std::string& base) {
+    while (true) {
+      std::string candidate = fmt::format("{}_{}", base, counter++);
+      if (used.insert(candidate).second) return candidate;
+    }
+  }
+  bool claim(const std::string& name) { return used.insert(name).second; }
+};
+
+// Drops the uses that a body's nodes hold on enclosing values, before the body is discarded.
+void detach_body(ir::Graph& body) {
+  for (const auto& node : body.nodes()) {
+    for (size_t i = 0; i < node->num_inputs(); ++i) node->set_input(i, nullptr);
+    for (ir::Graph* sub : node->subgraphs()) detach_body(*sub);
+  }
+}
+
+std::string describe_inputs(const ir::Node& node) {
+  std::string out;
+  for (size_t i = 0; i < node.num_inputs(); ++i) {
+    const ir::Value* v = node.input(i);
+    if (!out.empty()) out += ", ";
+    out += v ? fmt::format("'{}' {}", v->name(), v->type().to_string()) : std::string("(none)");
+  }
+  return out;
+}
+
+ir::Attribute to_ir_attribute(const std::string& name, const AttributeValue& a) {
+  return std::visit(
+      [&](const auto& v) -> ir::Attribute {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, int64_t>) return ir::Attribute::make_int(name, v);
+        if constexpr (std::is_same_v<T, float>) return ir::Attribute::make_float(name, v);
+        if constexpr (std::is_same_v<T, std::string>) return ir::Attribute::make_string(name, v);
+        if constexpr (std::is_same_v<T, std::vector<int64_t>>)
+          return ir::Attribute::make_ints(name, v);
+        if constexpr (std::is_same_v<T, std::vector<float>>)
+          return ir::Attribute::make_floats(name, v);
+        if constexpr (std::is_same_v<T, Tensor>) return ir::Attribute::make_tensor(name, v.clone());
+      },
+      a.value);
+}
+
+Tensor int64_vector(const std::vector<int64_t>& values) {
+  Tensor t(DType::Int64, {static_cast<int64_t>(values.size())});
+  for (size_t i = 0; i < values.size(); ++i) t.data<int64_t>()[i] = values[i];
+  return t;
+}
+
+}  // namespace
+
+struct GraphBuilder::Impl {
+  std::unique_ptr<ir::Graph> owned;  // the main graph; null for a subgraph's builder
+  ir::Graph* graph = nullptr;
+  ir::Graph* root = nullptr;
+  std::shared_ptr<NameTable> names;
+  bool has_outputs = false;
+
+  bool is_subgraph() const { return graph != root; }
+
+  // Whether `v` may be read by nodes of this graph: it lives here or in an enclosing graph.
+  void check_visible(const Value& v, const std::string& what) const {
+    SY_CHECK(v.valid(), InvalidArgument, "GraphBuilder: {}: the value is not set", what);
+    for (const ir::Graph* g = graph; g; g = g->parent())
+      if (v.internal()->owner() == g) return;
+    SY_THROW(InvalidArgument,
+             "GraphBuilder: {}: value '{}' belongs to another builder or to a branch or loop "
+             "body this graph does not enclose",
+             what, v.name());
+  }
+
+  // Adds a node, infers it, and returns its outputs; on rejection removes it again and throws
+  // InvalidArgument naming the op and its inputs.
+  std::vector<Value> add_node(const std::string& type, const std::vector<Value>& inputs,
+                              std::vector<ir::Attribute> attributes, int num_outputs) {
+    SY_CHECK(num_outputs >= 0, InvalidArgument, "GraphBuilder: [{}]: {} outputs asked for", type,
+             num_outputs);
+    std::vector<ir::Value*> in;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (!inputs[i].valid()) {
+        in.push_back(nullptr);
+        continue;
+      }
+      check_visible(inputs[i], fmt::format("[{}] input {}", type, i));
+      in.push_back(inputs[i].internal());
+    }
+    std::string node_name = names->fresh(type);
+    std::vector<std::string> out_names;
+    for (int i = 0; i < num_outputs; ++i)
+      out_names.push_back(num_outputs == 1 ? node_name : names->fresh(node_name + "_out"));
+    ir::Node* node = graph->add_node(type, node_name, in, out_names);
+    for (auto& a : attributes) node->set_attribute(std::move(a));
+    attributes.clear();
+    try {
+      ops::infer_node(*node);
+    } catch (const Error& e) {
+      std::string message =
+          fmt::format("GraphBuilder: {} (inputs: {})", e.message(), describe_inputs(*node));
+      graph->remove_nodes_if([&](const ir::Node& n) { return &n == node; });
+      throw Error(ErrorCode::InvalidArgument, message);
+    }
+    std::vector<Value> out;
+    for (size_t i = 0; i < node->num_outputs(); ++i) out.push_back(Value(node->output(i)));
+    return out;
+  }
+
+  // A child graph of this one with its own builder.
+  std::pair<std::shared_ptr<ir::Graph>, GraphBuilder> child(const std::string& name) {
+    auto sub = std::make_shared<ir::Graph>(name, graph);
+    auto impl = std::make_unique<Impl>();
+    impl->graph = sub.get();
+    impl->root = root;
+    impl->names = names;
+    return {sub, GraphBuilder(std::move(impl))};
+  }
+
+  // Makes `values` the outputs of `body` (a child graph): values produced elsewhere (outer
+  // values, body inputs, repeats) pass through an Identity so each output is the body's own.
+  void set_body_outputs(ir::Graph& body, const std::vector<Value>& values,
+                        const std::string& what) {
+    for (size_t i = 0; i < values.size(); ++i) {
+      check_visible_from(body, values[i], fmt::format("{} result {}", what, i));
+      ir::Value* v = values[i].internal();
+      if (v->owner() != &body || v->producer() == nullptr || body.is_output(v)) {
+        ir::Node* id = body.add_node("Identity", names->fresh("Identity"), {v},
+                                     {names->fresh(v->name() + "_out")});
+        ops::infer_node(*id);
+        v = id->output(0);
+      }
+      body.add_output(v);
+    }
+  }
+
+  void check_visible_from(const ir::Graph& body, const Value& v, const std::string& what) const {
+    SY_CHECK(v.valid(), InvalidArgument, "GraphBuilder: {}: the value is not set", what);
+    for (const ir::Graph* g = &body; g; g = g->parent())
+      if (v.internal()->owner() == g) return;
+    SY_THROW(InvalidArgument, "GraphBuilder: {}: value '{}' is not visible in the body", what,
+             v.name());
+  }
+
+  // Builds a body with `fn`, detaching it from the enclosing values if `fn` throws.
+  template <typename Fn>
+  void build_body(ir::Graph& body, Fn&& fn) {
+    try {
+      fn();
+    } catch (...) {
+      detach_body(body);
+      throw;
+    }
+  }
+};
+
+// ---- Value
+
+const std::string& Value::name() const {
+  SY_CHECK(valid(), InvalidArgument, "Value::name: the value is not set");
+  return value_->name();
+}
+
+DType Value::dtype() const {
+  SY_CHECK(valid(), InvalidArgument, "Value::dtype: the value is not set");
+  return value_->type().is_tensor() ? value_->type().dtype : DType::Undefined;
+}
+
+bool Value::has_shape() const {
+  SY_CHECK(valid(), InvalidArgument, "Value::has_shape: the value is not set");
+  return value_->type().has_rank();
+}
+
+std::vector<Dim> Value::shape() const {
+  std::vector<Dim> out;
+  if (!has_shape()) return out;
+  for (const ir::Dim& d : *value_->type().shape) {
+    Dim dim;
+    dim.value = d.value;
+    dim.symbol = d.symbol;
+    out.push_back(dim);
+  }
+  return out;
+}
+
+std::string Value::type_string() const {
+  SY_CHECK(valid(), InvalidArgument, "Value::type_string: the value is not set");
+  return value_->type().to_string();
+}
+
+// ---- GraphBuilder
+
+GraphBuilder::GraphBuilder(const std::string& graph_name) : impl_(std::make_unique<Impl>()) {
+  impl_->owned = std::make_unique<ir::Graph>(graph_name.empty() ? "main" : graph_name);
+  impl_->graph = impl_->owned.get();
+  impl_->root = impl_->graph;
+  impl_->names = std::make_shared<NameTable>();
+}
+
+GraphBuilder::GraphBuilder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+GraphBuilder::~GraphBuilder() = default;
+GraphBuilder::GraphBuilder(GraphBuilder&&) noexcept = default;
+GraphBuilder& GraphBuilder::operator=(GraphBuilder&&) noexcept = default;
+
+Value GraphBuilder::placeholder(const std::string& name, DType dtype, std::vector<Dim> dims) {
+  SY_CHECK(impl_ && impl_->graph, InvalidArgument, "GraphBuilder: the builder was built");
+  SY_CHECK(!impl_->is_subgraph(), InvalidArgument,
+           "GraphBuilder::placeholder '{}': a branch or loop body has no placeholders; use the "
+           "enclosing graph's values",
+           name);
+  SY_CHECK(!name.empty(), InvalidArgument, "GraphBuilder::placeholder: the name is empty");
+  SY_CHECK(dtype_is_known(dtype), InvalidArgument,
+           "GraphBuilder::placeholder '{}': dtype {} is not supported", name, dtype_name(dtype));
+  SY_CHECK(impl_->names->claim(name), InvalidArgument,
+           "GraphBuilder::placeholder '{}': the name is already used", name);
+  ir::Shape shape;
+  for (const Dim& d : dims) {
+    if (d.value >= 0)
+      shape.emplace_back(d.value);
+    else if (!d.symbol.empty())
+      shape.emplace_back(d.symbol);
+    else
+      shape.emplace_back();
+  }
+  return Value(impl_->graph->add_input(name, ir::Type::tensor(dtype, std::move(shape))));
+}
+
+Value GraphBuilder::constant(const Tensor& t, const std::string& name) {
+  SY_CHECK(impl_ && impl_->graph, InvalidArgument, "GraphBuilder: the builder was built");
+  SY_CHECK(t.defined(), InvalidArgument, "GraphBuilder::constant '{}': the tensor is empty", name);
+  std::string n = name.empty() ? impl_->names->fresh("const") : name;
+  SY_CHECK(name.empty() || impl_->names->claim(name), InvalidArgument,
+           "GraphBuilder::constant '{}': the name is already used", name);
+  // Constants live in the main graph, where every body can read them.
+  return Value(impl_->root->add_constant(n, t.clone()));
+}
+
+Value GraphBuilder::scalar(DType dtype, double value) {
+  Tensor t(dtype, {});
+  switch (dtype) {
+    case DType::Float32:
+      t.data<float>()[0] = static_cast<float>(value);
+      break;
+    case DType::Float64:
+      t.data<double>()[0] = value;
+      break;
+    case DType::Int32:
+      t.data<int32_t>()[0] = static_cast<int32_t>(value);
+      break;
+    case DType::Int64:
+      t.data<int64_t>()[0] = static_cast<int64_t>(value);
+      break;
+    case DType::Bool:
+      t.data<bool>()[0] = value != 0;
+      break;
+    default: {
+      Tensor wide(DType::Float64, {});
+      wide.data<double>()[0] = value;
+      return cast(constant(wide), dtype);
+    }
+  }
+  return constant(t);
+}
+
+std::vector<Value> GraphBuilder::op(const std::string& type, const std::vector<Value>& inputs,
+                                    const Attributes& attributes, int num_outputs) {
+  SY_CHECK(impl_ && impl_->graph, InvalidArgument, "GraphBuilder: the builder was built");
+  std::vector<ir::Attribute> attrs;
+  for (const auto& [name, value] : attributes) attrs.push_back(to_ir_attribute(name, value));
+  return impl_->add_node(type, inputs, std::move(attrs), num_outputs);
+}
+
+Value GraphBuilder::add(Value a, Value b) { return op("Add", {a, b})[0]; }
+Value GraphBuilder::sub(Value a, Value b) { return op("Sub", {a, b})[0]; }
+Value GraphBuilder::mul(Value a, Value b) { return op("Mul", {a, b})[0]; }
+Value GraphBuilder::div(Value a, Value b) { return op("Div", {a, b})[0]; }
+Value GraphBuilder::matmul(Value a, Value b) { return op("MatMul", {a, b})[0]; }
+Value GraphBuilder::relu(Value x) { return op("Relu", {x})[0]; }
+Value GraphBuilder::sigmoid(Value x) { return op("Sigmoid", {x})[0]; }
+Value GraphBuilder::tanh(Value x) { return op("Tanh", {x})[0]; }
+Value GraphBuilder::softmax(Value x, int64_t axis) {
+  return op("Softmax", {x}, {{"axis", axis}})[0];
+}
+Value GraphBuilder::reshape(Value x, const std::vector<int64_t>& shape) {
+  return op("Reshape", {x, constant(int64_vector(shape))})[0];
+}
+Value GraphBuilder::transpose(Value x, const std::vector<int64_t>& perm) {
+  return op("Transpose", {x}, {{"perm", perm}})[0];
+}
+Value GraphBuilder::concat(const std::vector<Value>& values, int64_t axis) {
+  return op("Concat", values, {{"axis", axis}})[0];
+}
+Value GraphBuilder::reduce_sum(Value x, const std::vector<int64_t>& axes, bool keepdims) {
+  std::vector<Value> inputs{x};
+  if (!axes.empty()) inputs.push_back(constant(int64_vector(axes)));
+  return op("ReduceSum", inputs, {{"keepdims", int64_t{keepdims ? 1 : 0}}})[0];
+}
+Value GraphBuilder::conv2d(Value x, Value weights, Value bias, const Conv2dOptions& options) {
+  Attributes attrs{{"group", options.group}};
+  if (!options.strides.empty()) attrs.emplace("strides", options.strides);
+  if (!options.pads.empty()) attrs.emplace("pads", options.pads);
+  if (!options.dilations.empty()) attrs.emplace("dilations", options.dilations);
+  std::vector<Value> inputs{x, weights};
+  if (bias.valid()) inputs.push_back(bias);
+  return op("Conv", inputs, attrs)[0];
+}
+Value GraphBuilder::gather_nd(Value data, Value indices, int64_t batch_dims) {
+  return op("GatherND", {data, indices}, {{"batch_dims", batch_dims}})[0];
+}
+Value GraphBuilder::cast(Value x, DType to) {
+  return op("Cast", {x}, {{"to", int64_t{static_cast<int32_t>(to)}}})[0];
+}
+Value GraphBuilder::less(Value a, Value b) { return op("Less", {a, b})[0]; }
+Value GraphBuilder::greater(Value a, Value b) { return op("Greater", {a, b})[0]; }
+Value GraphBuilder::equal(Value a, Value b) { return op("Equal", {a, b})[0]; }
+Value GraphBuilder::where(Value condition, Value a, Value b) {
+  return op("Where", {condition, a, b})[0];
+}
+
+std::vector<Value> GraphBuilder::if_else(Value predicate, const BranchFn& then_fn,
+                                         const BranchFn& else_fn) {
+  SY_CHECK(impl_ && impl_->graph, InvalidArgument, "GraphBuilder: the builder was built");
+  impl_->check_visible(predicate, "[If] predicate");
+  std::string base = impl_->names->fresh("If");
+  auto then_child = impl_->child(base + "/then_branch");
+  auto else_child = impl_->child(base + "/else_branch");
+  std::shared_ptr<ir::Graph>& then_graph = then_child.first;
+  std::shared_ptr<ir::Graph>& else_graph = else_child.first;
+  GraphBuilder& then_builder = then_child.second;
+  GraphBuilder& else_builder = else_child.second;
+  size_t num_outputs = 0;
+  impl_->build_body(*then_graph, [&] {
+    impl_->build_body(*else_graph, [&] {
+      std::vector<Value> a = then_fn(then_builder);
+      std::vector<Value> b = else_fn(else_builder);
+      SY_CHECK(a.size() == b.size(), InvalidArgument,
+               "GraphBuilder: [If] '{}': then_fn returns {} values but else_fn returns {}", base,
+               a.size(), b.size());
+      SY_CHECK(!a.empty(), InvalidArgument, "GraphBuilder: [If] '{}': the branches return nothing",
+               base);
+      impl_->set_body_outputs(*then_graph, a, "[If] then_fn");
+      impl_->set_body_outputs(*else_graph, b, "[If] else_fn");
+      num_outputs = a.size();
+    });
+  });
+  std::vector<ir::Attribute> attrs{ir::Attribute::make_graph("then_branch", then_graph),
+                                   ir::Attribute::make_graph("else_branch", else_graph)};
+  then_graph.reset();
+  else_graph.reset();
+  return impl_->add_node("If", {predicate}, std::move(attrs), static_cast<int>(num_outputs));
+}
+
+std::vector<Value> GraphBuilder::for_loop(Value iterations, std::vector<Value> initial,
+                                          const ForBodyFn& body_fn) {
+  SY_CHECK(impl_ && impl_->graph, InvalidArgument, "GraphBuilder: the builder was built");
+  impl_->check_visible(iterations, "[Loop] iterations");
+  for (size_t i = 0; i < initial.size(); ++i)
+    impl_->check_visible(initial[i], fmt::format("[Loop] initial value {}", i));
+  std::string base = impl_->names->fresh("Loop");
+  auto child = impl_->child(base + "/body");
+  std::shared_ptr<ir::Graph>& body = child.first;
+  GraphBuilder& builder = child.second;
+  NameTable& names = *impl_->names;
+  impl_->build_body(*body, [&] {
+    ir::Value* index =
+        body->add_input(names.fresh(base + "_index"), ir::Type::tensor(DType::Int64, ir::Shape{}));
+    ir::Value* cond =
+        body->add_input(names.fresh(base + "_cond"), ir::Type::tensor(DType::Bool, ir::Shape{}));
+    std::vector<Value> carried;
+    for (const Value& v : initial)
+      carried.push_back(
+          Value(body->add_input(names.fresh(base + "_carried"), v.internal()->type())));
+    std::vector<Value> next = body_fn(builder, Value(index), carried);
+    SY_CHECK(next.size() == initial.size(), InvalidArgument,
+             "GraphBuilder: [Loop] '{}': the body returns {} values for {} carried values", base,
+             next.size(), initial.size());
+    next.insert(next.begin(), Value(cond));
+    impl_->set_body_outputs(*body, next, "[Loop] body");
+  });
+  std::vector<ir::Attribute> attrs{ir::Attribute::make_graph("body", body)};
+  body.reset();
+  std::vector<Value> inputs{iterations, Value()};
+  inputs.insert(inputs.end(), initial.begin(), initial.end());
+  return impl_->add_node("Loop", inputs, std::move(attrs), static_cast<int>(initial.size()));
+}
+
+std::vector<Value> GraphBuilder::while_loop(std::vector<Value> initial, const BeforeFn& before,
+                                            const AfterFn& after) {
+  SY_CHECK(impl_ && impl_->graph, InvalidArgument, "GraphBuilder: the builder was built");
+  for (size_t i = 0; i < initial.size(); ++i)
+    impl_->check_visible(initial[i], fmt::format("[Loop] initial value {}", i));
+  // The first test runs here, so a loop whose first condition fails runs no iteration.
+  std::pair<Value, std::vector<Value>> first = before(*this, initial);
+  Value first_cond = first.first;
+  std::vector<Value>& first_results = first.second;
+  impl_->check_visible(first_cond, "[Loop] while condition");
+  SY_CHECK(!first_results.empty(), InvalidArgument,
+           "GraphBuilder: [Loop] while: before_fn returns no values");
+  std::string base = impl_->names->fresh("Loop");
+  auto child = impl_->child(base + "/body");
+  std::shared_ptr<ir::Graph>& body = child.first;
+  GraphBuilder& builder = child.second;
+  NameTable& names = *impl_->names;
+  impl_->build_body(*body, [&] {
+    body->add_input(names.fresh(base + "_index"), ir::Type::tensor(DType::Int64, ir::Shape{}));
+    body->add_input(names.fresh(base + "_cond"), ir::Type::tensor(DType::Bool, ir::Shape{}));
+    std::vector<Value> carried;
+    for (const Value& v : first_results) {
+      impl_->check_visible(v, "[Loop] before_fn result");
+      carried.push_back(
+          Value(body->add_input(names.fresh(base + "_carried"), v.internal()->type())));
+    }
+    std::vector<Value> state = after(builder, carried);
+    auto [cond, results] = before(builder, state);
+    SY_CHECK(results.size() == first_results.size(), InvalidArgument,
+             "GraphBuilder: [Loop] '{}': before_fn returns {} values, then {}", base,
+             first_results.size(), results.size());
+    results.insert(results.begin(), cond);
+    impl_->set_body_outputs(*body, results, "[Loop] while body");
+  });
+  std::vector<ir::Attribute> attrs{ir::Attribute::make_graph("body", body)};
+  body.reset();
+  std::vector<Value> inputs{Value(), first_cond};
+  inputs.insert(inputs.end(), first_results.begin(), first_results.end());
+  return impl_->add_node("Loop", inputs, std::move(attrs), static_cast<int>(first_results.size()));
+}
+
+void GraphBuilder::outputs(const std::vector<std::pair<std::string, Value>>& named) {
+  SY_CHECK(impl_ && impl_->graph, InvalidArgument, "GraphBuilder: the builder was built");
+  SY_CHECK(!impl_->is_subgraph(), InvalidArgument,
+           "GraphBuilder::outputs: a branch or loop body returns its values instead");
+  for (const auto& [name, value] : named) {
+    impl_->check_visible(value, fmt::format("output '{}'", name));
+    SY_CHECK(!name.empty(), InvalidArgument, "GraphBuilder::outputs: an output has no name");
+    SY_CHECK(impl_->names->claim(name), InvalidArgument,
+             "GraphBuilder::outputs: output name '{}' is already used", name);
+    ir::Node* id = impl_->graph->add_node("Identity", impl_->names->fresh("Identity"),
+                                          {value.internal()}, {name});
+    ops::infer_node(*id);
+    impl_->graph->add_output(id->output(0));
+  }
+  impl_->has_outputs = impl_->has_outputs || !named.empty();
+}
+
+Model GraphBuilder::build() && {
+  SY_CHECK(impl_ && impl_->owned, InvalidArgument,
+           "GraphBuilder::build: not a main graph's builder, or already built");
+  SY_CHECK(impl_->has_outputs, InvalidArgument, "GraphBuilder::build: no outputs were named");
+  std::unique_ptr<ir::Graph> graph = std::move(impl_->owned);
+  impl_.reset();
+  ir::verify(*graph);
+  return Model::from_graph(std::move(graph));
+}
+
+}  // namespace switchyard
