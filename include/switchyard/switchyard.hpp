@@ -217,6 +217,12 @@ class SWITCHYARD_API Model {
   /// Opsets the file imports (domain → version; "" is the default domain).
   const std::map<std::string, int64_t>& opsets() const { return opsets_; }
 
+  /// Writes the graph as an ONNX file (latest opset; an opset import for each other domain its
+  /// nodes use, such as "ai.switchyard"). Atomic, as Executable::save. Throws InvalidArgument
+  /// naming the file when it cannot be written or the model was compiled, and naming the node
+  /// when one cannot be represented in ONNX.
+  void save_onnx(const std::string& path) const;
+
   /// Compiles the model; the Model is consumed (its graph moves into the executable).
   Executable compile(const Options& options = {}) &&;
 
