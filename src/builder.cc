@@ -94,7 +94,8 @@ struct GraphBuilder::Impl {
   // Adds a node, infers it, and returns its outputs; on rejection removes it again and throws
   // InvalidArgument naming the op and its inputs.
   std::vector<Value> add_node(const std::string& type, const std::vector<Value>& inputs,
-                              std::vector<ir::Attribute> attributes, int num_outputs) {
+                              std::vector<ir::Attribute> attributes, int num_outputs,
+                              const std::string& domain = "") {
     SY_CHECK(num_outputs >= 0, InvalidArgument, "GraphBuilder: [{}]: {} outputs asked for", type,
              num_outputs);
     std::vector<ir::Value*> in;
@@ -110,7 +111,7 @@ struct GraphBuilder::Impl {
     std::vector<std::string> out_names;
     for (int i = 0; i < num_outputs; ++i)
       out_names.push_back(num_outputs == 1 ? node_name : names->fresh(node_name + "_out"));
-    ir::Node* node = graph->add_node(type, node_name, in, out_names);
+    ir::Node* node = graph->add_node(type, node_name, in, out_names, domain);
     for (auto& a : attributes) node->set_attribute(std::move(a));
     attributes.clear();
     try {
@@ -322,6 +323,18 @@ Value GraphBuilder::conv2d(Value x, Value weights, Value bias, const Conv2dOptio
   std::vector<Value> inputs{x, weights};
   if (bias.valid()) inputs.push_back(bias);
   return op("Conv", inputs, attrs)[0];
+}
+Value GraphBuilder::stencil(Value x, Value weights, const StencilOptions& options) {
+  SY_CHECK(impl_ && impl_->graph, InvalidArgument, "GraphBuilder: the builder was built");
+  std::vector<ir::Attribute> attrs = {ir::Attribute::make_string("reduction", options.reduction),
+                                      ir::Attribute::make_string("padding", options.padding)};
+  if (!options.strides.empty())
+    attrs.push_back(ir::Attribute::make_ints("strides", options.strides));
+  if (!options.dilations.empty())
+    attrs.push_back(ir::Attribute::make_ints("dilations", options.dilations));
+  if (!options.pads.empty()) attrs.push_back(ir::Attribute::make_ints("pads", options.pads));
+  return impl_->add_node("Stencil", {x, weights}, std::move(attrs), 1,
+                         std::string(ops::kSwitchyardDomain))[0];
 }
 Value GraphBuilder::gather_nd(Value data, Value indices, int64_t batch_dims) {
   return op("GatherND", {data, indices}, {{"batch_dims", batch_dims}})[0];

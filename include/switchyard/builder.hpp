@@ -107,6 +107,19 @@ struct Conv2dOptions {
   int64_t group = 1;
 };
 
+/// Stencil's window attributes (op Stencil of domain "ai.switchyard"); empty lists take the
+/// defaults (strides and dilations 1, pads 0).
+struct StencilOptions {
+  /// "sum", "min", "max" (of x·w over the window), "argmin" or "argmax" (the flat index within
+  /// the window; the output is int64).
+  std::string reduction = "sum";
+  /// What padded positions read: "zero", "clamp", "reflect" or "symmetric".
+  std::string padding = "zero";
+  std::vector<int64_t> strides;
+  std::vector<int64_t> dilations;
+  std::vector<int64_t> pads;  ///< begins then ends, one per spatial dim each
+};
+
 /// Builds one graph. The builder handed to an if_else branch or a loop body builds that
 /// subgraph: it may use the enclosing graphs' values (they become outer-scope references of
 /// the subgraph) but declares no placeholders or outputs.
@@ -148,6 +161,10 @@ class SWITCHYARD_API GraphBuilder {
   Value reduce_sum(Value x, const std::vector<int64_t>& axes = {}, bool keepdims = true);
   /// NCHW convolution with OIHW weights; `bias` may be a default Value (none).
   Value conv2d(Value x, Value weights, Value bias = {}, const Conv2dOptions& options = {});
+  /// Slides the float32 window `weights` ([kH, kW] or [kD, kH, kW]) over each channel of float32
+  /// `x` ([N, C, H, W] or [N, C, D, H, W]) and reduces x·w per position (docs/api.md, Stencil).
+  /// Throws InvalidArgument naming the node on bad options or shapes.
+  Value stencil(Value x, Value weights, const StencilOptions& options = {});
   Value gather_nd(Value data, Value indices, int64_t batch_dims = 0);
   Value cast(Value x, DType to);
   Value less(Value a, Value b);

@@ -12,6 +12,7 @@
 
 #include "onnx/graph_edit.h"
 #include "onnx/proto_convert.h"
+#include "ops/op_kind.h"
 
 namespace switchyard::onnx_import {
 
@@ -164,7 +165,7 @@ ir::Node* Importer::add_node_shell(const onnx::NodeProto& proto, int index, ir::
 
 void Importer::check_domain(const onnx::NodeProto& proto, const ir::Node& node) const {
   const std::string& domain = node.domain();
-  if (domain.empty()) return;
+  if (domain.empty() || domain == ops::kSwitchyardDomain) return;
   for (const auto& fn : model_.functions()) {
     SY_CHECK(!(fn.domain() == proto.domain() && fn.name() == proto.op_type()), Unsupported,
              "{}: calls the model-local function '{}' of domain '{}'; model-local functions "

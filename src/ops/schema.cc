@@ -110,15 +110,16 @@ const SchemaRegistry& schemas() {
     register_strings_schemas(r);
     register_sequence_schemas(r);
     register_control_flow_schemas(r);
+    register_stencil_schemas(r);
     return r;
   }();
   return registry;
 }
 
 void infer_node(ir::Node& node) {
-  SY_CHECK(node.domain().empty() || node.domain() == "ai.onnx", Unsupported,
-           "{}: domain '{}' is not supported", node.describe(), node.domain());
-  auto kind = find_op_kind(node.op_type());
+  SY_CHECK(is_known_domain(node.domain()), Unsupported, "{}: domain '{}' is not supported",
+           node.describe(), node.domain());
+  auto kind = find_op_kind(node.op_type(), node.domain());
   SY_CHECK(kind.has_value(), Unsupported, "{}: op type '{}' is not supported", node.describe(),
            node.op_type());
   const OpSchema* schema = schemas().find(*kind);

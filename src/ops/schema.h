@@ -91,5 +91,6 @@ void register_signal_schemas(SchemaRegistry& r);
 void register_strings_schemas(SchemaRegistry& r);
 void register_sequence_schemas(SchemaRegistry& r);
 void register_control_flow_schemas(SchemaRegistry& r);
+void register_stencil_schemas(SchemaRegistry& r);
 
 }  // namespace switchyard::ops

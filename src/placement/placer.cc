@@ -22,10 +22,6 @@ std::vector<const runtime::DeviceInfo*> infos_of(const std::vector<const Backend
   return out;
 }
 
-std::string device_list_text(const std::vector<const Backend*>& devices) {
-  return runtime::device_list_text(infos_of(devices));
-}
-
 bool shape_like(const ir::Value* v) { return ir::is_shape_like(v->type()); }
 
 // Values of `graph` a node reads, directly or from inside its subgraphs, in first-use order.

@@ -412,5 +412,44 @@ TEST(Builder, BuildNeedsOutputs) {
   expect_error([&] { std::move(b).build(); }, ErrorCode::InvalidArgument, "no outputs");
 }
 
+TEST(Builder, StencilWithClampPaddingAndStrides) {
+  Tensor weights = random_tensor(DType::Float32, {3, 3}, 30);
+  MakeGraph make = [&](GraphBuilder& b) {
+    Value x = b.placeholder("x", DType::Float32, {2, 3, 7, 8});
+    StencilOptions o;
+    o.padding = "clamp";
+    o.strides = {2, 1};
+    o.pads = {1, 1, 1, 1};
+    Value y = b.stencil(x, b.constant(weights), o);
+    EXPECT_EQ(y.shape(), (std::vector<Dim>{2, 3, 4, 8}));
+    b.outputs({{"y", y}});
+  };
+  Reference reference = [&](const Feeds& f) {
+    const float* x = f.at("x").data<float>();
+    const float* w = weights.data<float>();
+    Tensor out(DType::Float32, {2, 3, 4, 8});
+    for (int p = 0; p < 6; ++p)
+      for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 8; ++j) {
+          float acc = 0;
+          for (int ki = 0; ki < 3; ++ki)
+            for (int kj = 0; kj < 3; ++kj) {
+              int si = std::clamp(2 * i + ki - 1, 0, 6), sj = std::clamp(j + kj - 1, 0, 7);
+              acc += x[(p * 7 + si) * 8 + sj] * w[ki * 3 + kj];
+            }
+          out.data<float>()[(p * 4 + i) * 8 + j] = acc;
+        }
+    return Feeds{{"y", out}};
+  };
+  check_everywhere(make, {{{"x", random_tensor(DType::Float32, {2, 3, 7, 8}, 31)}}}, reference,
+                   1e-5, 1e-5);
+  GraphBuilder b;
+  Value x = b.placeholder("x", DType::Float32, {1, 1, 4, 4});
+  StencilOptions bad;
+  bad.strides = {0, 1};
+  expect_error([&] { b.stencil(x, b.constant(weights), bad); }, ErrorCode::InvalidArgument,
+               "strides[0] is 0");
+}
+
 }  // namespace
 }  // namespace switchyard::testing

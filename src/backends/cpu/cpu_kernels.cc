@@ -21,6 +21,7 @@ const runtime::KernelRegistry& cpu_kernels() {
     register_strings_kernels(r);
     register_sequence_kernels(r);
     register_control_flow_kernels(r);
+    register_stencil_kernels(r);
     return r;
   }();
   return registry;

@@ -25,5 +25,6 @@ void register_signal_kernels(runtime::KernelRegistry& r);
 void register_strings_kernels(runtime::KernelRegistry& r);
 void register_sequence_kernels(runtime::KernelRegistry& r);
 void register_control_flow_kernels(runtime::KernelRegistry& r);
+void register_stencil_kernels(runtime::KernelRegistry& r);
 
 }  // namespace switchyard::cpu

@@ -14,6 +14,7 @@ const runtime::KernelRegistry& cuda_kernels() {
     register_gather_scatter_kernels(r);
     register_resize_kernels(r);
     register_pool_kernels(r);
+    register_stencil_kernels(r);
     return r;
   }();
   return registry;

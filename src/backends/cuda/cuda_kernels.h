@@ -17,5 +17,6 @@ void register_data_kernels(runtime::KernelRegistry& r);            // kernels/da
 void register_gather_scatter_kernels(runtime::KernelRegistry& r);  // kernels/gather_scatter.cc
 void register_resize_kernels(runtime::KernelRegistry& r);          // kernels/resize.cc
 void register_pool_kernels(runtime::KernelRegistry& r);            // kernels/pool.cc
+void register_stencil_kernels(runtime::KernelRegistry& r);         // kernels/stencil.cc
 
 }  // namespace switchyard::cuda
