@@ -137,6 +137,20 @@ struct GraphBuilder::Impl {
     return {sub, GraphBuilder(std::move(impl))};
   }
 
+  // A Loop body's inputs: the iteration index, the condition, then one input typed like each of
+  // `like` (the carried values); returns the index and the carried inputs.
+  std::pair<Value, std::vector<Value>> add_loop_inputs(ir::Graph& body, const std::string& base,
+                                                       const std::vector<Value>& like) {
+    ir::Value* index =
+        body.add_input(names->fresh(base + "_index"), ir::Type::tensor(DType::Int64, ir::Shape{}));
+    body.add_input(names->fresh(base + "_cond"), ir::Type::tensor(DType::Bool, ir::Shape{}));
+    std::vector<Value> carried;
+    for (const Value& v : like)
+      carried.push_back(
+          Value(body.add_input(names->fresh(base + "_carried"), v.internal()->type())));
+    return {Value(index), std::move(carried)};
+  }
+
   // Makes `values` the outputs of `body` (a child graph): values produced elsewhere (outer
   // values, body inputs, repeats) pass through an Identity so each output is the body's own.
   void set_body_outputs(ir::Graph& body, const std::vector<Value>& values,
@@ -392,17 +406,10 @@ std::vector<Value> GraphBuilder::for_loop(Value iterations, std::vector<Value> i
   auto child = impl_->child(base + "/body");
   std::shared_ptr<ir::Graph>& body = child.first;
   GraphBuilder& builder = child.second;
-  NameTable& names = *impl_->names;
   impl_->build_body(*body, [&] {
-    ir::Value* index =
-        body->add_input(names.fresh(base + "_index"), ir::Type::tensor(DType::Int64, ir::Shape{}));
-    ir::Value* cond =
-        body->add_input(names.fresh(base + "_cond"), ir::Type::tensor(DType::Bool, ir::Shape{}));
-    std::vector<Value> carried;
-    for (const Value& v : initial)
-      carried.push_back(
-          Value(body->add_input(names.fresh(base + "_carried"), v.internal()->type())));
-    std::vector<Value> next = body_fn(builder, Value(index), carried);
+    auto [index, carried] = impl_->add_loop_inputs(*body, base, initial);
+    Value cond(body->inputs()[1]);
+    std::vector<Value> next = body_fn(builder, index, carried);
     SY_CHECK(next.size() == initial.size(), InvalidArgument,
              "GraphBuilder: [Loop] '{}': the body returns {} values for {} carried values", base,
              next.size(), initial.size());
@@ -432,16 +439,9 @@ std::vector<Value> GraphBuilder::while_loop(std::vector<Value> initial, const Be
   auto child = impl_->child(base + "/body");
   std::shared_ptr<ir::Graph>& body = child.first;
   GraphBuilder& builder = child.second;
-  NameTable& names = *impl_->names;
   impl_->build_body(*body, [&] {
-    body->add_input(names.fresh(base + "_index"), ir::Type::tensor(DType::Int64, ir::Shape{}));
-    body->add_input(names.fresh(base + "_cond"), ir::Type::tensor(DType::Bool, ir::Shape{}));
-    std::vector<Value> carried;
-    for (const Value& v : first_results) {
-      impl_->check_visible(v, "[Loop] before_fn result");
-      carried.push_back(
-          Value(body->add_input(names.fresh(base + "_carried"), v.internal()->type())));
-    }
+    for (const Value& v : first_results) impl_->check_visible(v, "[Loop] before_fn result");
+    std::vector<Value> carried = impl_->add_loop_inputs(*body, base, first_results).second;
     std::vector<Value> state = after(builder, carried);
     auto [cond, results] = before(builder, state);
     SY_CHECK(results.size() == first_results.size(), InvalidArgument,

@@ -203,18 +203,21 @@ std::vector<ir::Datum> Executable::run(std::vector<ir::Datum> inputs, RunStats* 
   }
   int copies = 0;
   size_t copied_bytes = 0;
+  // Where value `id` is read from: device `preferred` when it is there, else the first device
+  // that has it (the host first), which must exist (`who` needs it).
+  auto source_of = [&](size_t id, size_t preferred, size_t who) {
+    if (present[id][preferred]) return preferred;
+    for (size_t d = 0; d < num_devices; ++d)
+      if (present[id][d]) return d;
+    SY_THROW(Internal, "value '{}' is on no device when {} needs it", values[id]->name(),
+             devices_[who]->device().id);
+  };
   // Makes value `id` present on device `to`, copying from `from` when it is there, else from
   // wherever it is (the host first): a planned copy of a value that is already where it goes
   // (a caller's device input) is skipped.
   auto ensure = [&](size_t id, size_t to, size_t from) {
     if (present[id][to]) return;
-    if (!present[id][from]) {
-      from = num_devices;
-      for (size_t d = 0; d < num_devices && from == num_devices; ++d)
-        if (present[id][d]) from = d;
-      SY_CHECK(from < num_devices, Internal, "value '{}' is on no device when {} needs it",
-               values[id]->name(), devices_[to]->device().id);
-    }
+    from = source_of(id, from, to);
     int64_t start = profiler ? profiler->now_us() : 0;
     const ir::Datum& src = where[id][from];
     // A device whose memory host code cannot read copies its values out itself.
@@ -252,10 +255,8 @@ std::vector<ir::Datum> Executable::run(std::vector<ir::Datum> inputs, RunStats* 
     std::map<int, ir::Datum> shape_only;
     for (const ExecutionPlan::Copy& c : step.shape_transfers_before) {
       // Only the shape crosses: a tensor without data, read by Shape/Size alone.
-      size_t id = static_cast<size_t>(c.value), from = static_cast<size_t>(c.from_device);
-      for (size_t d = 0; d < num_devices && !present[id][from]; ++d)
-        if (present[id][d]) from = d;
-      const ir::Datum& src = where[id][from];
+      size_t id = static_cast<size_t>(c.value);
+      const ir::Datum& src = where[id][source_of(id, static_cast<size_t>(c.from_device), pd)];
       SY_ASSERT(src.is_tensor());
       shape_only[c.value] =
           ir::Datum(ir::Tensor::wrap(src.tensor.dtype(), src.tensor.shape(), nullptr, nullptr));

@@ -203,11 +203,9 @@ DeviceState& device_state(int index) {
 
 void* DeviceAllocator::allocate(size_t bytes) {
   use_device(device_);
-  used_ += bytes;
   void* p = nullptr;
   cudaError_t e = cudaMalloc(&p, bytes);
   if (e != cudaSuccess) {
-    used_ -= bytes;
     cudaGetLastError();  // an allocation failure is not sticky; clear it
     if (e == cudaErrorMemoryAllocation) {
       size_t free_b = 0, total_b = 0;
@@ -220,8 +218,7 @@ void* DeviceAllocator::allocate(size_t bytes) {
   return p;
 }
 
-void DeviceAllocator::release(void* p, size_t bytes) {
-  used_ -= bytes;
+void DeviceAllocator::release(void* p, size_t) {
   if (device_lost(device_)) return;  // the context is gone; nothing to give back
   cudaSetDevice(device_);
   cudaFree(p);

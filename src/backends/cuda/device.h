@@ -107,19 +107,17 @@ int device_count(std::string* why);
 /// The state of cuda:N, created on first use; lives for the process.
 DeviceState& device_state(int index);
 
-/// Device memory for a pool: cudaMalloc / cudaFree on one device, honouring a byte limit
-/// (--memory-limit) over everything this allocator holds, cached blocks included.
+/// Device memory for a pool: cudaMalloc / cudaFree on one device. A --memory-limit is the
+/// executable's runtime::MemoryBudget, charged by a budgeted wrapper (runtime::budgeted).
 class DeviceAllocator : public runtime::RawAllocator {
  public:
   explicit DeviceAllocator(int device) : device_(device) {}
   void* allocate(size_t bytes) override;
   void release(void* p, size_t bytes) override;
   void fill(void* p, int byte, size_t bytes) override;
-  uint64_t used() const { return used_; }
 
  private:
   int device_;
-  std::atomic<uint64_t> used_{0};
 };
 
 }  // namespace switchyard::cuda
