@@ -20,6 +20,7 @@ struct RnnConfig {
   bool bias = true, lengths = false, initial = true, peepholes = false;
   float clip = 0;
   bool linear_before_reset = false, input_forget = false;
+  bool constant_weights = false;         // W, R, B as initializers (the kernels pack them once)
   std::vector<std::string> activations;  // empty = defaults
   std::vector<float> alphas, betas;
 };
@@ -189,6 +190,11 @@ void check(const RnnConfig& c, DType dt, double tol) {
     oc.inputs.push_back(c.peepholes ? std::optional(in.p) : std::nullopt);
   }
   while (!oc.inputs.back()) oc.inputs.pop_back();
+  if (c.constant_weights) {
+    oc.constant_inputs.assign(oc.inputs.size(), false);
+    for (size_t i = 1; i <= 3 && i < oc.inputs.size(); ++i)
+      oc.constant_inputs[i] = oc.inputs[i].has_value();
+  }
   oc.attributes = {ir::Attribute::make_int("hidden_size", c.hidden),
                    ir::Attribute::make_string("direction", c.direction),
                    ir::Attribute::make_int("layout", c.layout)};
@@ -234,8 +240,9 @@ TEST(RnnKernels, AllCellsDirectionsLayouts) {
 }
 
 // Float32 LSTMs and GRUs of the common form run as oneDNN RNN primitives (rnn.cc:
-// run_dnnl_rnn): larger problems than above, in every direction, with and without
-// linear_before_reset, against the double reference.
+// run_dnnl_rnn) from batch 8 (below it, and for a GRU with linear_before_reset, as the fused
+// step): larger problems than above, in every direction, with and without linear_before_reset,
+// against the double reference.
 TEST(RnnKernels, LargerProblemsThroughOneDnnPrimitives) {
   for (std::string op : {"GRU", "LSTM"})
     for (std::string dir : {"forward", "reverse", "bidirectional"})
@@ -245,13 +252,39 @@ TEST(RnnKernels, LargerProblemsThroughOneDnnPrimitives) {
         c.op = op;
         c.direction = dir;
         c.seq = 17;
-        // Forward: batch 9 with an input wider than the hidden state (oneDNN takes it at that
-        // batch); the others: batch 3, input 24 < hidden 40.
+        // Forward: batch 9 with an input wider than the hidden state; the others: batch 8,
+        // input 24 < hidden 40.
         c.input = dir == "forward" ? 48 : 24;
         c.hidden = 40;
-        c.batch = dir == "forward" ? 9 : 3;
+        c.batch = dir == "forward" ? 9 : 8;
         c.linear_before_reset = lbr;
         c.layout = dir == "reverse" ? 1 : 0;
+        check(c, DType::Float32, 2e-5);
+      }
+}
+
+// Float32 LSTMs and linear-before-reset GRUs of the common form below batch 8 run the fused
+// step (rnn_cell.cc): 16-unit blocks, so hidden sizes around and across a block edge; 1 to 7
+// rows (the AVX-512 build takes rows 4 and 2 at a time, then one); sequence lengths that end
+// rows early; weights as graph inputs and as packed initializers. ctest runs this file a second
+// time with SWITCHYARD_CPU_ISA=avx2, for the other build.
+TEST(RnnKernels, FusedCellsMatchTheReference) {
+  for (std::string op : {"GRU", "LSTM"})
+    for (int64_t hidden : {1, 15, 16, 17, 40})
+      for (int64_t batch : {1, 2, 3, 5, 7}) {
+        RnnConfig c;
+        c.op = op;
+        c.linear_before_reset = op == "GRU";
+        c.hidden = hidden;
+        c.batch = batch;
+        c.seq = 6;
+        c.input = 5 + hidden % 7;
+        c.direction = batch % 3 == 0 ? "reverse" : batch % 2 ? "bidirectional" : "forward";
+        c.lengths = batch > 2;
+        c.initial = hidden != 15;
+        c.constant_weights = batch % 2 == 1;
+        c.layout = hidden == 17 ? 1 : 0;
+        SCOPED_TRACE("hidden " + std::to_string(hidden) + " batch " + std::to_string(batch));
         check(c, DType::Float32, 2e-5);
       }
 }

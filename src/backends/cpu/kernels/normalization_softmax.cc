@@ -4,46 +4,13 @@
 #include <limits>
 
 #include "backends/cpu/kernels/normalization_internal.h"
+#include "backends/cpu/kernels/vector_math.h"
 
 namespace switchyard::cpu {
 
 namespace {
 
 enum class SoftmaxMode { Softmax, LogSoftmax, Hardmax };
-
-// cond ? a : b on the bits, so the compiler keeps it a blend instead of a branch (a branch
-// around floating-point math stops loops from vectorizing under -ftrapping-math).
-inline float blend(bool cond, float a, float b) {
-  int32_t mask = -static_cast<int32_t>(cond);
-  return std::bit_cast<float>((std::bit_cast<int32_t>(a) & mask) |
-                              (std::bit_cast<int32_t>(b) & ~mask));
-}
-
-// exp(x) for float without a library call, so loops over it vectorize: Cephes' expf
-// polynomial after rounding x / ln 2 to an integer (relative error below 1e-7). Results below
-// 2.7e-38 flush to 0; NaN stays NaN.
-inline float exp_float(float x) {
-  float c = blend(__builtin_isless(x, -86.5f), -86.5f, x);
-  c = blend(__builtin_isgreater(c, 88.7f), 88.7f, c);
-  // Adding 1.5 * 2^23 rounds to an integer held in the low mantissa bits.
-  float t = c * 1.44269504088896341f + 12582912.0f;
-  float fx = t - 12582912.0f;
-  int32_t n = std::bit_cast<int32_t>(t) - 0x4B400000;
-  float r = c - fx * 0.693359375f + fx * 2.12194440e-4f;
-  float z = r * r;
-  float y =
-      ((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r + 4.1665795894e-2f) *
-           r +
-       1.6666665459e-1f) *
-          r +
-      5.0000001201e-1f;
-  y = y * z + r + 1.0f;
-  // 2^n as two factors so n = 128 does not overflow the exponent field.
-  y = y * std::bit_cast<float>((n + 126) << 23) * 2.0f;
-  y = blend(__builtin_isless(x, -86.5f), 0.0f, y);
-  y = blend(__builtin_isgreater(x, 88.7f), std::numeric_limits<float>::infinity(), y);
-  return blend(__builtin_isunordered(x, x), x, y);
-}
 
 template <typename C>
 inline C exp_c(C x) {

@@ -7,6 +7,7 @@
 
 #include "backends/cpu/kernels/common.h"
 #include "backends/cpu/kernels/dnnl_util.h"
+#include "backends/cpu/kernels/rnn_internal.h"
 #include "ir/check.h"
 
 namespace switchyard::cpu {
@@ -147,12 +148,18 @@ void matmul_nt<float>(const float* a, int64_t lda, int64_t m, int64_t k_size, co
            static_cast<int>(status), m, k_size, n, k_size);
 }
 
+// The tensor's values in the compute type: its own data when the types agree (no copy), else
+// converted into `store`.
 template <typename C, typename T>
-std::vector<C> to_compute(const ir::Tensor& t) {
-  std::vector<C> v(static_cast<size_t>(t.numel()));
-  const T* p = t.data<T>();
-  for (size_t i = 0; i < v.size(); ++i) v[i] = convert<C>(p[i]);
-  return v;
+const C* to_compute(const ir::Tensor& t, std::vector<C>& store) {
+  if constexpr (std::is_same_v<C, T>) {
+    return t.data<T>();
+  } else {
+    store.resize(static_cast<size_t>(t.numel()));
+    const T* p = t.data<T>();
+    for (size_t i = 0; i < store.size(); ++i) store[i] = convert<C>(p[i]);
+    return store.data();
+  }
 }
 
 class RecurrentKernel : public runtime::Kernel {
@@ -214,11 +221,14 @@ class RecurrentKernel : public runtime::Kernel {
   }
 
  private:
-  // Inputs converted to the compute type, X in [seq, batch, input] order.
+  // Inputs in the compute type, X in [seq, batch, input] order: x, w, r and b point into the
+  // input tensors where no conversion or reordering is needed, else into the *_store copies.
   template <typename C>
   struct Problem {
     int64_t seq = 0, batch = 0, input = 0, hidden = 0;
-    std::vector<C> x, w, r, b, h0, c0, p;
+    const C *x = nullptr, *w = nullptr, *r = nullptr, *b = nullptr;
+    std::vector<C> x_store, w_store, r_store, b_store;
+    std::vector<C> h0, c0, p;
     std::vector<int64_t> lengths;
   };
 
@@ -273,15 +283,16 @@ class RecurrentKernel : public runtime::Kernel {
     if (hid <= 0) ctx.fail("hidden size {} must be positive", hid);
     check_shape(ctx, w, "W", {dirs, g * hid, pb.input});
     check_shape(ctx, r, "R", {dirs, g * hid, hid});
-    pb.w = to_compute<C, T>(w);
-    pb.r = to_compute<C, T>(r);
+    pb.w = to_compute<C, T>(w, pb.w_store);
+    pb.r = to_compute<C, T>(r, pb.r_store);
     if (ctx.has_input(3)) {
       const ir::Tensor& b = ctx.input(3);
       if (b.dtype() != x.dtype()) ctx.fail("B dtype differs from X");
       check_shape(ctx, b, "B", {dirs, 2 * g * hid});
-      pb.b = to_compute<C, T>(b);
+      pb.b = to_compute<C, T>(b, pb.b_store);
     } else {
-      pb.b.assign(static_cast<size_t>(dirs * 2 * g * hid), C(0));
+      pb.b_store.assign(static_cast<size_t>(dirs * 2 * g * hid), C(0));
+      pb.b = pb.b_store.data();
     }
     pb.lengths.assign(static_cast<size_t>(pb.batch), pb.seq);
     if (ctx.has_input(4)) {
@@ -302,24 +313,32 @@ class RecurrentKernel : public runtime::Kernel {
         const ir::Tensor& p = ctx.input(7);
         if (p.dtype() != x.dtype()) ctx.fail("P dtype differs from X");
         check_shape(ctx, p, "P", {dirs, 3 * hid});
-        pb.p = to_compute<C, T>(p);
+        std::vector<C> store;
+        const C* values = to_compute<C, T>(p, store);
+        pb.p.assign(values, values + p.numel());
       }
     }
-    pb.x.resize(static_cast<size_t>(x.numel()));
-    const T* xp = x.data<T>();
-    for (int64_t t = 0; t < pb.seq; ++t)
-      for (int64_t b = 0; b < pb.batch; ++b)
-        for (int64_t i = 0; i < pb.input; ++i) {
-          int64_t src =
-              layout_ == 0 ? (t * pb.batch + b) * pb.input + i : (b * pb.seq + t) * pb.input + i;
-          pb.x[static_cast<size_t>((t * pb.batch + b) * pb.input + i)] = convert<C>(xp[src]);
-        }
+    if (layout_ == 0) {
+      pb.x = to_compute<C, T>(x, pb.x_store);
+    } else {
+      pb.x_store.resize(static_cast<size_t>(x.numel()));
+      const T* xp = x.data<T>();
+      for (int64_t t = 0; t < pb.seq; ++t)
+        for (int64_t b = 0; b < pb.batch; ++b)
+          for (int64_t i = 0; i < pb.input; ++i)
+            pb.x_store[static_cast<size_t>((t * pb.batch + b) * pb.input + i)] =
+                convert<C>(xp[(b * pb.seq + t) * pb.input + i]);
+      pb.x = pb.x_store.data();
+    }
 
     std::vector<C> y(static_cast<size_t>(pb.seq * dirs * pb.batch * hid), C(0));
     std::vector<C> yh(static_cast<size_t>(dirs * pb.batch * hid));
     std::vector<C> yc(cell_ == CellKind::Lstm ? yh.size() : 0);
     bool done = false;
-    if constexpr (std::is_same_v<T, float>) done = run_dnnl_rnn(ctx, pb, y, yh, yc);
+    if constexpr (std::is_same_v<T, float>) {
+      done = run_fused_cells(ctx, pb, y, yh, yc);
+      if (!done) done = run_dnnl_rnn(ctx, pb, y, yh, yc);
+    }
     if (!done)
       for (int64_t d = 0; d < dirs; ++d)
         run_direction(pb, d, reverse_ || d == 1, y, yh, yc, ctx.num_threads());
@@ -368,9 +387,9 @@ class RecurrentKernel : public runtime::Kernel {
     const int64_t rows = g * hid;
     const int64_t batch = pb.batch;
     const int64_t dirs = num_directions_;
-    const C* w = pb.w.data() + d * rows * pb.input;
-    const C* r = pb.r.data() + d * rows * hid;
-    const C* wb = pb.b.data() + d * 2 * rows;
+    const C* w = pb.w + d * rows * pb.input;
+    const C* r = pb.r + d * rows * hid;
+    const C* wb = pb.b + d * 2 * rows;
     const C* rb = wb + rows;
     const Activation* act = activations_.data() + d * (cell_ == CellKind::Rnn ? 1 : g - 1);
 
@@ -381,8 +400,8 @@ class RecurrentKernel : public runtime::Kernel {
       bias[static_cast<size_t>(j)] = wb[j] + (keep_apart ? C(0) : rb[j]);
     }
     std::vector<C> xw(static_cast<size_t>(pb.seq * batch * rows));
-    matmul_nt(pb.x.data(), pb.input, pb.seq * batch, pb.input, w, rows, bias.data(), xw.data(),
-              rows, threads);
+    matmul_nt(pb.x, pb.input, pb.seq * batch, pb.input, w, rows, bias.data(), xw.data(), rows,
+              threads);
 
     std::vector<C> h(pb.h0.begin() + d * batch * hid, pb.h0.begin() + (d + 1) * batch * hid);
     std::vector<C> c;
@@ -473,6 +492,92 @@ class RecurrentKernel : public runtime::Kernel {
     if (cell_ == CellKind::Lstm) std::copy(c.begin(), c.end(), yc.begin() + d * batch * hid);
   }
 
+  // The fused recurrent step (rnn_internal.h) for the common float32 forms: an LSTM, or a GRU
+  // with linear_before_reset (PyTorch's form), default activations, no clip, no peepholes, no
+  // input_forget. One product of X with W for the whole sequence and both directions, then per
+  // step the recurrent product and the gates on register-resident blocks of 16 units, the two
+  // directions on two threads when the run has them. At batch 8 and above oneDNN's RNN
+  // primitives take over where they fit: they amortize each step's weight reads over the rows.
+  struct FusedPlan {
+    std::vector<float> packed;  // pack_recurrent of R
+    std::vector<float> bias;    // [dirs, G*H]: Wb + Rb, the GRU hidden gate's Wb alone
+  };
+
+  bool default_activations() const {
+    const size_t per_direction = cell_ == CellKind::Lstm ? 3 : 2;
+    for (size_t i = 0; i < activations_.size(); ++i) {
+      const Activation::Fn want =
+          i % per_direction == 0 ? Activation::Fn::Sigmoid : Activation::Fn::Tanh;
+      if (activations_[i].fn != want) return false;
+    }
+    return true;
+  }
+
+  bool fits_fused(const Problem<float>& pb) const {
+    if (cell_ == CellKind::Rnn || (cell_ == CellKind::Gru && !linear_before_reset_)) return false;
+    if (clip_ > 0 || input_forget_ || !pb.p.empty() || !default_activations()) return false;
+    return pb.batch < 8 || !fits_dnnl(pb);
+  }
+
+  std::shared_ptr<const FusedPlan> make_fused_plan(const Problem<float>& pb) const {
+    const int64_t dirs = num_directions_, hid = pb.hidden, rows = gates_ * hid;
+    const auto cell =
+        cell_ == CellKind::Lstm ? rnn_cell::Cell::Lstm : rnn_cell::Cell::GruLinearBeforeReset;
+    auto plan = std::make_shared<FusedPlan>();
+    plan->packed = rnn_cell::pack_recurrent(cell, pb.r, dirs, hid);
+    plan->bias.resize(static_cast<size_t>(dirs * rows));
+    for (int64_t d = 0; d < dirs; ++d) {
+      const float* wb = pb.b + d * 2 * rows;
+      const float* rb = wb + rows;
+      for (int64_t j = 0; j < rows; ++j) {
+        const bool keep_apart = cell_ == CellKind::Gru && j >= 2 * hid;
+        plan->bias[static_cast<size_t>(d * rows + j)] = wb[j] + (keep_apart ? 0.0f : rb[j]);
+      }
+    }
+    return plan;
+  }
+
+  bool run_fused_cells(runtime::KernelContext& ctx, const Problem<float>& pb, std::vector<float>& y,
+                       std::vector<float>& yh, std::vector<float>& yc) const {
+    if (!fits_fused(pb)) return false;
+    const int64_t dirs = num_directions_, hid = pb.hidden, rows = gates_ * hid;
+    const int64_t batch = pb.batch;
+    const auto cell =
+        cell_ == CellKind::Lstm ? rnn_cell::Cell::Lstm : rnn_cell::Cell::GruLinearBeforeReset;
+    std::shared_ptr<const FusedPlan> plan =
+        weights_constant_ ? fused_cache_.get({pb.input, hid}, [&] { return make_fused_plan(pb); })
+                          : make_fused_plan(pb);
+    // X W^T + bias for every step, row and direction at once: W is [dirs * G*H, input].
+    std::vector<float> xw(static_cast<size_t>(pb.seq * batch * dirs * rows));
+    matmul_nt(pb.x, pb.input, pb.seq * batch, pb.input, pb.w, dirs * rows, plan->bias.data(),
+              xw.data(), dirs * rows, ctx.num_threads());
+    std::copy(pb.h0.begin(), pb.h0.end(), yh.begin());
+    if (cell_ == CellKind::Lstm) std::copy(pb.c0.begin(), pb.c0.end(), yc.begin());
+    const int64_t per_dir = rnn_cell::packed_direction_size(cell, hid);
+    auto run_one = [&](int64_t d) {
+      rnn_cell::Direction dir;
+      dir.cell = cell;
+      dir.seq = pb.seq;
+      dir.batch = batch;
+      dir.hidden = hid;
+      dir.packed = plan->packed.data() + d * per_dir;
+      dir.xw = xw.data() + d * rows;
+      dir.ldx = dirs * rows;
+      dir.rb_hidden = cell_ == CellKind::Gru ? pb.b + d * 2 * rows + rows + 2 * hid : nullptr;
+      dir.lengths = pb.lengths.data();
+      dir.reverse = reverse_ || d == 1;
+      dir.h = yh.data() + d * batch * hid;
+      dir.c = cell_ == CellKind::Lstm ? yc.data() + d * batch * hid : nullptr;
+      dir.y = y.data() + d * batch * hid;
+      dir.y_step = dirs * batch * hid;
+      rnn_cell::run_direction(dir);
+    };
+    parallel_for(dirs, 1, ctx.num_threads(), [&](int64_t begin, int64_t end) {
+      for (int64_t d = begin; d < end; ++d) run_one(d);
+    });
+    return true;
+  }
+
   // An LSTM or GRU as oneDNN's lstm_forward / gru_forward / lbr_gru_forward primitive: the
   // whole sequence, both directions, gates and products in one JIT-compiled call (the driver
   // above makes one sgemm call per step and evaluates the gates with scalar libm calls). For the
@@ -499,13 +604,7 @@ class RecurrentKernel : public runtime::Kernel {
     if (pb.batch < 8 && pb.input > pb.hidden) return false;
     for (int64_t len : pb.lengths)
       if (len != pb.seq) return false;
-    const size_t per_direction = cell_ == CellKind::Lstm ? 3 : 2;
-    for (size_t i = 0; i < activations_.size(); ++i) {
-      const Activation::Fn want =
-          i % per_direction == 0 ? Activation::Fn::Sigmoid : Activation::Fn::Tanh;
-      if (activations_[i].fn != want) return false;
-    }
-    return true;
+    return default_activations();
   }
 
   // oneDNN's gate g is ONNX's gate onnx_gate(g).
@@ -515,8 +614,7 @@ class RecurrentKernel : public runtime::Kernel {
   }
 
   // W [dirs, G*H, in] -> ldigo [1, dirs, in, G, H] in oneDNN's gate order.
-  void rearrange_weights(const std::vector<float>& w, int64_t dirs, int64_t in, int64_t hid,
-                         float* out) const {
+  void rearrange_weights(const float* w, int64_t dirs, int64_t in, int64_t hid, float* out) const {
     const int64_t gates = gates_;
     for (int64_t d = 0; d < dirs; ++d)
       for (int64_t k = 0; k < in; ++k)
@@ -532,7 +630,7 @@ class RecurrentKernel : public runtime::Kernel {
 
   // B [dirs, 2*G*H] (Wb then Rb) -> ldgo [1, dirs, bias_gates(), H] in oneDNN's gate order:
   // Wb + Rb per gate, except a linear-before-reset GRU's candidate, whose Wb and Rb stay apart.
-  std::vector<float> rearrange_bias(const std::vector<float>& b, int64_t dirs, int64_t hid) const {
+  std::vector<float> rearrange_bias(const float* b, int64_t dirs, int64_t hid) const {
     const int64_t gates = gates_, bg = bias_gates();
     std::vector<float> out(static_cast<size_t>(dirs * bg * hid));
     for (int64_t d = 0; d < dirs; ++d)
@@ -643,7 +741,7 @@ class RecurrentKernel : public runtime::Kernel {
     std::vector<float> dst(static_cast<size_t>(pb.seq * pb.batch * dirs * hid));
     std::vector<float> c0 = pb.c0;
     std::unordered_map<int, dnnl::memory> args = {
-        {DNNL_ARG_SRC_LAYER, wrap_memory(pb.x.data(), p.src_layer)},
+        {DNNL_ARG_SRC_LAYER, wrap_memory(pb.x, p.src_layer)},
         {DNNL_ARG_SRC_ITER, wrap_memory(pb.h0.data(), p.src_iter)},
         {DNNL_ARG_WEIGHTS_LAYER, weights_layer},
         {DNNL_ARG_WEIGHTS_ITER, weights_iter},
@@ -676,6 +774,7 @@ class RecurrentKernel : public runtime::Kernel {
   std::vector<Activation> activations_;
   bool weights_constant_ = false;  // W, R and B (when given) are initializers
   PlanCache<DnnlLstmPlan> lstm_cache_;
+  PlanCache<FusedPlan> fused_cache_;
 };
 
 class RnnKernel final : public RecurrentKernel {
