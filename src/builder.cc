@@ -3,6 +3,7 @@
 // enclosing graphs' values by pointer, as the importer represents ONNX outer-scope references.
 #include "switchyard/builder.hpp"
 
+#include <algorithm>
 #include <set>
 
 #include "ir/check.h"
@@ -72,13 +73,61 @@ Tensor int64_vector(const std::vector<int64_t>& values) {
 }  // namespace
 
 struct GraphBuilder::Impl {
+  // What graph this builder builds: assigns are graph outputs of the main graph, are lifted out
+  // of an If's branch by if_else, and are refused in a loop body.
+  enum class Kind { Main, Branch, LoopBody };
+
   std::unique_ptr<ir::Graph> owned;  // the main graph; null for a subgraph's builder
   ir::Graph* graph = nullptr;
   ir::Graph* root = nullptr;
   std::shared_ptr<NameTable> names;
+  Kind kind = Kind::Main;
   bool has_outputs = false;
+  // A branch's assigns, in order: the variable and its new value (an Identity of the branch).
+  std::vector<std::pair<std::string, Value>> assigns;
 
   bool is_subgraph() const { return graph != root; }
+
+  ir::Variable& find_variable(const std::string& name, const std::string& what) const {
+    for (ir::Variable& v : root->mutable_variables())
+      if (v.name == name) return v;
+    SY_THROW(InvalidArgument, "GraphBuilder::{}: no variable '{}' (declare it with variable())",
+             what, name);
+  }
+
+  // Throws InvalidArgument when variable `name` cannot be assigned in this graph: in a loop body,
+  // or a second time.
+  void check_assignable(const std::string& name) const {
+    SY_CHECK(kind != Kind::LoopBody, InvalidArgument,
+             "GraphBuilder::assign '{}': an assign inside a loop body is not supported; carry the "
+             "value through the loop and assign its result",
+             name);
+    bool assigned = kind == Kind::Main
+                        ? !find_variable(name, "assign").assigned.empty()
+                        : std::any_of(assigns.begin(), assigns.end(),
+                                      [&](const auto& a) { return a.first == name; });
+    SY_CHECK(!assigned, InvalidArgument,
+             "GraphBuilder::assign '{}': the variable is already assigned in graph '{}' (one "
+             "assign per variable and graph; an if_else branch's assign counts for its If)",
+             name, graph->name());
+  }
+
+  // Records `value` as variable `name`'s new value in this graph, through an Identity node named
+  // after the variable: the main graph's hidden output, or a branch's pending assign.
+  Value record_assign(const std::string& name, const Value& value) {
+    check_assignable(name);
+    std::string out = names->fresh(name + "_assign");
+    ir::Node* id = graph->add_node("Identity", out, {value.internal()}, {out});
+    ops::infer_node(*id);
+    Value result(id->output(0));
+    if (kind == Kind::Main) {
+      graph->add_output(id->output(0));
+      find_variable(name, "assign").assigned = out;
+    } else {
+      assigns.emplace_back(name, result);
+    }
+    return result;
+  }
 
   // Whether `v` may be read by nodes of this graph: it lives here or in an enclosing graph.
   void check_visible(const Value& v, const std::string& what) const {
@@ -128,12 +177,14 @@ struct GraphBuilder::Impl {
   }
 
   // A child graph of this one with its own builder.
-  std::pair<std::shared_ptr<ir::Graph>, GraphBuilder> child(const std::string& name) {
+  std::pair<std::shared_ptr<ir::Graph>, GraphBuilder> child(const std::string& name,
+                                                            Kind child_kind) {
     auto sub = std::make_shared<ir::Graph>(name, graph);
     auto impl = std::make_unique<Impl>();
     impl->graph = sub.get();
     impl->root = root;
     impl->names = names;
+    impl->kind = child_kind;
     return {sub, GraphBuilder(std::move(impl))};
   }
 
@@ -368,13 +419,17 @@ std::vector<Value> GraphBuilder::if_else(Value predicate, const BranchFn& then_f
   SY_CHECK(impl_ && impl_->graph, InvalidArgument, "GraphBuilder: the builder was built");
   impl_->check_visible(predicate, "[If] predicate");
   std::string base = impl_->names->fresh("If");
-  auto then_child = impl_->child(base + "/then_branch");
-  auto else_child = impl_->child(base + "/else_branch");
+  auto then_child = impl_->child(base + "/then_branch", Impl::Kind::Branch);
+  auto else_child = impl_->child(base + "/else_branch", Impl::Kind::Branch);
   std::shared_ptr<ir::Graph>& then_graph = then_child.first;
   std::shared_ptr<ir::Graph>& else_graph = else_child.first;
   GraphBuilder& then_builder = then_child.second;
   GraphBuilder& else_builder = else_child.second;
   size_t num_outputs = 0;
+  size_t num_results = 0;
+  // Variables assigned in either branch: each becomes an extra output of the If (the new value
+  // in a branch that assigns it, the variable's current value in the other), assigned here.
+  std::vector<std::string> lifted;
   impl_->build_body(*then_graph, [&] {
     impl_->build_body(*else_graph, [&] {
       std::vector<Value> a = then_fn(then_builder);
@@ -382,8 +437,24 @@ std::vector<Value> GraphBuilder::if_else(Value predicate, const BranchFn& then_f
       SY_CHECK(a.size() == b.size(), InvalidArgument,
                "GraphBuilder: [If] '{}': then_fn returns {} values but else_fn returns {}", base,
                a.size(), b.size());
-      SY_CHECK(!a.empty(), InvalidArgument, "GraphBuilder: [If] '{}': the branches return nothing",
-               base);
+      num_results = a.size();
+      for (const auto* branch : {&then_builder.impl_->assigns, &else_builder.impl_->assigns})
+        for (const auto& [name, value] : *branch)
+          if (std::find(lifted.begin(), lifted.end(), name) == lifted.end()) {
+            impl_->check_assignable(name);
+            lifted.push_back(name);
+          }
+      SY_CHECK(!a.empty() || !lifted.empty(), InvalidArgument,
+               "GraphBuilder: [If] '{}': the branches return nothing and assign nothing", base);
+      auto assigned_in = [&](const GraphBuilder& branch, const std::string& name) {
+        for (const auto& [n, value] : branch.impl_->assigns)
+          if (n == name) return value;
+        return Value(impl_->root->find_local_value(name));
+      };
+      for (const std::string& name : lifted) {
+        a.push_back(assigned_in(then_builder, name));
+        b.push_back(assigned_in(else_builder, name));
+      }
       impl_->set_body_outputs(*then_graph, a, "[If] then_fn");
       impl_->set_body_outputs(*else_graph, b, "[If] else_fn");
       num_outputs = a.size();
@@ -393,7 +464,11 @@ std::vector<Value> GraphBuilder::if_else(Value predicate, const BranchFn& then_f
                                    ir::Attribute::make_graph("else_branch", else_graph)};
   then_graph.reset();
   else_graph.reset();
-  return impl_->add_node("If", {predicate}, std::move(attrs), static_cast<int>(num_outputs));
+  std::vector<Value> outs =
+      impl_->add_node("If", {predicate}, std::move(attrs), static_cast<int>(num_outputs));
+  for (size_t k = 0; k < lifted.size(); ++k) impl_->record_assign(lifted[k], outs[num_results + k]);
+  outs.resize(num_results);
+  return outs;
 }
 
 std::vector<Value> GraphBuilder::for_loop(Value iterations, std::vector<Value> initial,
@@ -403,7 +478,7 @@ std::vector<Value> GraphBuilder::for_loop(Value iterations, std::vector<Value> i
   for (size_t i = 0; i < initial.size(); ++i)
     impl_->check_visible(initial[i], fmt::format("[Loop] initial value {}", i));
   std::string base = impl_->names->fresh("Loop");
-  auto child = impl_->child(base + "/body");
+  auto child = impl_->child(base + "/body", Impl::Kind::LoopBody);
   std::shared_ptr<ir::Graph>& body = child.first;
   GraphBuilder& builder = child.second;
   impl_->build_body(*body, [&] {
@@ -436,7 +511,7 @@ std::vector<Value> GraphBuilder::while_loop(std::vector<Value> initial, const Be
   SY_CHECK(!first_results.empty(), InvalidArgument,
            "GraphBuilder: [Loop] while: before_fn returns no values");
   std::string base = impl_->names->fresh("Loop");
-  auto child = impl_->child(base + "/body");
+  auto child = impl_->child(base + "/body", Impl::Kind::LoopBody);
   std::shared_ptr<ir::Graph>& body = child.first;
   GraphBuilder& builder = child.second;
   impl_->build_body(*body, [&] {
@@ -455,6 +530,79 @@ std::vector<Value> GraphBuilder::while_loop(std::vector<Value> initial, const Be
   std::vector<Value> inputs{Value(), first_cond};
   inputs.insert(inputs.end(), first_results.begin(), first_results.end());
   return impl_->add_node("Loop", inputs, std::move(attrs), static_cast<int>(first_results.size()));
+}
+
+Value GraphBuilder::variable(const std::string& name, const Tensor& initial) {
+  SY_CHECK(impl_ && impl_->graph, InvalidArgument, "GraphBuilder: the builder was built");
+  SY_CHECK(!impl_->is_subgraph(), InvalidArgument,
+           "GraphBuilder::variable '{}': a branch or loop body declares no variables; declare it "
+           "in the main graph and use it here",
+           name);
+  SY_CHECK(!name.empty(), InvalidArgument, "GraphBuilder::variable: the name is empty");
+  SY_CHECK(initial.defined(), InvalidArgument,
+           "GraphBuilder::variable '{}': the initial tensor is empty", name);
+  SY_CHECK(dtype_is_known(initial.dtype()) && initial.dtype() != DType::String, InvalidArgument,
+           "GraphBuilder::variable '{}': dtype {} is not supported", name,
+           dtype_name(initial.dtype()));
+  SY_CHECK(impl_->names->claim(name), InvalidArgument,
+           "GraphBuilder::variable '{}': the name is already used", name);
+  ir::Value* input = impl_->graph->add_input(
+      name, ir::Type::tensor(initial.dtype(), ir::make_shape(initial.shape())));
+  impl_->graph->mutable_variables().push_back({name, initial.clone(), ""});
+  return Value(input);
+}
+
+Value GraphBuilder::assign(Value variable, Value value) {
+  SY_CHECK(impl_ && impl_->graph, InvalidArgument, "GraphBuilder: the builder was built");
+  SY_CHECK(variable.valid(), InvalidArgument, "GraphBuilder::assign: the variable is not set");
+  const ir::Value* v = variable.internal();
+  SY_CHECK(
+      v->owner() == impl_->root && v->is_graph_input() && impl_->root->find_variable(v->name()),
+      InvalidArgument,
+      "GraphBuilder::assign: value '{}' is not a variable of this graph (declare one with "
+      "variable())",
+      v->name());
+  return assign(v->name(), value);
+}
+
+Value GraphBuilder::assign(const std::string& variable, Value value) {
+  SY_CHECK(impl_ && impl_->graph, InvalidArgument, "GraphBuilder: the builder was built");
+  const ir::Variable& var = impl_->find_variable(variable, "assign");
+  impl_->check_visible(value, fmt::format("assign '{}'", variable));
+  const ir::Type want = ir::Type::tensor(var.initial.dtype(), ir::make_shape(var.initial.shape()));
+  const ir::Type& got = value.internal()->type();
+  bool fits = got.is_tensor() || got.is_unknown();
+  if (got.is_tensor() && got.dtype != DType::Undefined) fits = fits && got.dtype == want.dtype;
+  if (got.is_tensor() && got.shape) {
+    fits = fits && got.shape->size() == want.shape->size();
+    for (size_t i = 0; fits && i < got.shape->size(); ++i)
+      fits = !(*got.shape)[i].is_static() || (*got.shape)[i] == (*want.shape)[i];
+  }
+  SY_CHECK(fits, InvalidArgument,
+           "GraphBuilder::assign '{}': the value '{}' is {}, but the variable is {}", variable,
+           value.name(), got.to_string(), want.to_string());
+  return impl_->record_assign(variable, value);
+}
+
+std::vector<Value> GraphBuilder::control_dependency(const std::vector<Value>& dependents,
+                                                    const std::vector<Value>& on) {
+  SY_CHECK(impl_ && impl_->graph, InvalidArgument, "GraphBuilder: the builder was built");
+  for (size_t i = 0; i < on.size(); ++i)
+    impl_->check_visible(on[i], fmt::format("control_dependency: 'on' value {}", i));
+  for (size_t i = 0; i < dependents.size(); ++i)
+    impl_->check_visible(dependents[i], fmt::format("control_dependency: dependent {}", i));
+  if (on.empty()) return dependents;
+  std::vector<Value> out;
+  for (const Value& d : dependents) {
+    std::vector<Value> inputs{d};
+    inputs.insert(inputs.end(), on.begin(), on.end());
+    out.push_back(impl_->add_node("Depend", inputs, {}, 1, std::string(ops::kSwitchyardDomain))[0]);
+  }
+  return out;
+}
+
+Value GraphBuilder::control_dependency(Value dependent, const std::vector<Value>& on) {
+  return control_dependency(std::vector<Value>{dependent}, on)[0];
 }
 
 void GraphBuilder::outputs(const std::vector<std::pair<std::string, Value>>& named) {
@@ -477,7 +625,10 @@ void GraphBuilder::outputs(const std::vector<std::pair<std::string, Value>>& nam
 Model GraphBuilder::build() && {
   SY_CHECK(impl_ && impl_->owned, InvalidArgument,
            "GraphBuilder::build: not a main graph's builder, or already built");
-  SY_CHECK(impl_->has_outputs, InvalidArgument, "GraphBuilder::build: no outputs were named");
+  bool assigns = false;
+  for (const ir::Variable& v : impl_->owned->variables()) assigns = assigns || !v.assigned.empty();
+  SY_CHECK(impl_->has_outputs || assigns, InvalidArgument,
+           "GraphBuilder::build: no outputs were named and no variable is assigned");
   std::unique_ptr<ir::Graph> graph = std::move(impl_->owned);
   impl_.reset();
   ir::verify(*graph);

@@ -339,6 +339,34 @@ sy_status sy_executable_run(const sy_executable* exe, const char* const* names,
   });
 }
 
+sy_status sy_executable_variable(const sy_executable* exe, const char* name, sy_tensor** value) {
+  return guarded([&] {
+    const char* fn = "sy_executable_variable";
+    require(exe, "exe", fn);
+    require(value, "value", fn);
+    std::string n = require_string(name, "name", fn);
+    auto holder = std::make_unique<OutputHolder>(OutputHolder{exe->exe.variable(n), n});
+    auto array = std::make_unique<sy_tensor[]>(1);
+    array[0].dtype = static_cast<sy_dtype>(holder->tensor.dtype());
+    array[0].rank = holder->tensor.shape().size();
+    array[0].shape = holder->tensor.shape().data();
+    array[0].data = holder->tensor.raw();
+    array[0].name = holder->name.c_str();
+    array[0].owner_ = holder.release();
+    *value = array.release();
+  });
+}
+
+sy_status sy_executable_set_variable(const sy_executable* exe, const char* name,
+                                     const sy_tensor* value) {
+  return guarded([&] {
+    const char* fn = "sy_executable_set_variable";
+    require(exe, "exe", fn);
+    require(value, "value", fn);
+    exe->exe.set_variable(require_string(name, "name", fn), wrap_tensor(*value, fn));
+  });
+}
+
 sy_status sy_executable_explain(const sy_executable* exe, const char* format, char** text) {
   return guarded([&] {
     require(exe, "exe", "sy_executable_explain");
@@ -444,6 +472,47 @@ sy_status sy_builder_op(sy_builder* b, const char* op_type, const char* domain,
       invalid(fmt::format("{}: [{}] made {} outputs, {} were asked for", fn, type, outs.size(),
                           n_outputs));
     for (size_t i = 0; i < n_outputs; ++i) outputs[i] = add_value(*b, outs[i]);
+  });
+}
+
+sy_status sy_builder_variable(sy_builder* b, const char* name, const sy_tensor* initial,
+                              sy_value* value) {
+  return guarded([&] {
+    const char* fn = "sy_builder_variable";
+    switchyard::GraphBuilder& g = live_builder(b, fn);
+    std::string n = require_string(name, "name", fn);
+    require(initial, "initial", fn);
+    require(value, "value", fn);
+    *value = add_value(*b, g.variable(n, wrap_tensor(*initial, fn)));
+  });
+}
+
+sy_status sy_builder_assign(sy_builder* b, sy_value variable, sy_value value, sy_value* assigned) {
+  return guarded([&] {
+    const char* fn = "sy_builder_assign";
+    switchyard::GraphBuilder& g = live_builder(b, fn);
+    switchyard::Value out = g.assign(value_at(*b, variable, fn), value_at(*b, value, fn));
+    sy_value index = add_value(*b, out);
+    if (assigned) *assigned = index;
+  });
+}
+
+sy_status sy_builder_control_dependency(sy_builder* b, const sy_value* dependents,
+                                        size_t n_dependents, const sy_value* on, size_t n_on,
+                                        sy_value* outputs) {
+  return guarded([&] {
+    const char* fn = "sy_builder_control_dependency";
+    switchyard::GraphBuilder& g = live_builder(b, fn);
+    if (n_dependents > 0) {
+      require(dependents, "dependents", fn);
+      require(outputs, "outputs", fn);
+    }
+    if (n_on > 0) require(on, "on", fn);
+    std::vector<switchyard::Value> deps, after;
+    for (size_t i = 0; i < n_dependents; ++i) deps.push_back(value_at(*b, dependents[i], fn));
+    for (size_t i = 0; i < n_on; ++i) after.push_back(value_at(*b, on[i], fn));
+    std::vector<switchyard::Value> outs = g.control_dependency(deps, after);
+    for (size_t i = 0; i < outs.size(); ++i) outputs[i] = add_value(*b, outs[i]);
   });
 }
 

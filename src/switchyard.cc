@@ -51,7 +51,7 @@ ValueInfo describe_value(const ir::Value& v) {
   return info;
 }
 
-std::vector<ValueInfo> describe_values(const std::vector<ir::Value*>& values) {
+std::vector<ValueInfo> describe_values(const std::vector<const ir::Value*>& values) {
   std::vector<ValueInfo> out;
   for (const ir::Value* v : values) out.push_back(describe_value(*v));
   return out;
@@ -80,8 +80,22 @@ Model Model::from_graph(std::unique_ptr<ir::Graph> graph) {
   return m;
 }
 
-std::vector<ValueInfo> Model::inputs() const { return describe_values(graph_->inputs()); }
-std::vector<ValueInfo> Model::outputs() const { return describe_values(graph_->outputs()); }
+std::vector<ValueInfo> Model::inputs() const {
+  std::vector<ValueInfo> out;
+  for (const ir::Value* v : graph_->inputs())
+    if (!graph_->find_variable(v->name())) out.push_back(describe_value(*v));
+  return out;
+}
+std::vector<ValueInfo> Model::outputs() const {
+  std::vector<ValueInfo> out;
+  for (const ir::Value* v : graph_->outputs()) {
+    bool assign = false;
+    for (const ir::Variable& var : graph_->variables())
+      assign = assign || var.assigned == v->name();
+    if (!assign) out.push_back(describe_value(*v));
+  }
+  return out;
+}
 
 namespace {
 
@@ -462,7 +476,7 @@ runtime::RunControl run_control(const compiler::CompiledModel& impl, const RunOp
     control.output_device = device_index(impl, options.outputs_on, "RunOptions.outputs_on");
   control.caller_queue = {"cuda", options.cuda_stream};
   if (!options.output_buffers.empty()) {
-    const auto& outs = impl.graph().outputs();
+    const auto& outs = impl.executable().user_outputs();
     control.output_buffers.resize(outs.size());
     for (const auto& [name, buffer] : options.output_buffers) {
       size_t i = 0;
@@ -534,7 +548,7 @@ std::map<std::string, Tensor> Executable::run(const std::map<std::string, Tensor
   std::vector<ir::Datum> results = translate_std_exceptions(
       "running the model", [&] { return impl_->run(named, nullptr, nullptr, &control); });
   std::map<std::string, Tensor> out;
-  const auto& outs = impl_->graph().outputs();
+  const auto& outs = impl_->executable().user_outputs();
   for (size_t i = 0; i < outs.size(); ++i) {
     SY_CHECK(results[i].is_tensor(), Unsupported,
              "output '{}' is a sequence or optional; use the internal API", outs[i]->name());
@@ -544,10 +558,38 @@ std::map<std::string, Tensor> Executable::run(const std::map<std::string, Tensor
 }
 
 std::vector<ValueInfo> Executable::inputs() const {
-  return describe_values(impl_->graph().inputs());
+  return describe_values(impl_->executable().user_inputs());
 }
 std::vector<ValueInfo> Executable::outputs() const {
-  return describe_values(impl_->graph().outputs());
+  return describe_values(impl_->executable().user_outputs());
+}
+
+std::vector<ValueInfo> Executable::variables() const {
+  std::vector<ValueInfo> out;
+  for (const ir::Variable& var : impl_->graph().variables())
+    out.push_back(describe_value(*impl_->graph().find_local_value(var.name)));
+  return out;
+}
+
+Tensor Executable::variable(const std::string& name) const {
+  std::shared_ptr<const runtime::VariableValues> state = impl_->executable().variables();
+  auto it = state->find(name);
+  if (it == state->end()) {
+    std::vector<std::string> names;
+    for (const auto& [n, value] : *state) names.push_back(n);
+    SY_THROW(InvalidArgument,
+             "Executable::variable: the model has no variable '{}' (its "
+             "variables: {})",
+             name, names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", ")));
+  }
+  return it->second.clone();
+}
+
+void Executable::set_variable(const std::string& name, const Tensor& value) const {
+  translate_std_exceptions(fmt::format("setting variable '{}'", name), [&] {
+    impl_->executable().set_variable(name, value);
+    return 0;
+  });
 }
 std::string Executable::placement_summary() const { return impl_->placement_summary(); }
 

@@ -196,13 +196,44 @@ class SWITCHYARD_API GraphBuilder {
   std::vector<Value> while_loop(std::vector<Value> initial, const BeforeFn& before,
                                 const AfterFn& after);
 
+  // ---- State and ordering (docs/api.md, "State and control dependencies")
+
+  /// Declares a variable: state of the executable, starting at a copy of `initial` (its dtype
+  /// and shape are the variable's for good), that persists across runs and that
+  /// Executable::variable / set_variable read and write. Returns its value as a run reads it:
+  /// the state when the run starts (an assign in the same run does not change what it reads).
+  /// It is no input of the executable. Main graph only. Throws InvalidArgument naming the
+  /// variable when the name is empty or taken, the tensor is empty or of strings, or this
+  /// builds a branch or loop body.
+  Value variable(const std::string& name, const Tensor& initial);
+  /// Gives `variable` (a value variable() returned) the new value `value`, committed when the
+  /// run ends successfully, with the run's other assigns. One assign per variable and graph; in
+  /// an if_else branch it is lifted into the If (the branch that does not assign keeps the
+  /// current value); not in a loop body. Returns the assign's value, for control_dependency.
+  /// Throws InvalidArgument naming the variable when it is none, `value` has another dtype,
+  /// rank or static dim, the variable is already assigned here, or this builds a loop body.
+  Value assign(Value variable, Value value);
+  /// assign() by the variable's name.
+  Value assign(const std::string& variable, Value value);
+  /// Orders `dependents` after `on` without moving data: returns each dependent through an
+  /// ai.switchyard Depend node (its value unchanged, without a copy) that runs after every
+  /// value of `on` is computed; use the returned values instead of the dependents. The edge is
+  /// kept by every pass (what it depends on is never removed as dead, and nothing is reordered
+  /// across it), by placement across partitions and devices (no copy is made for it), and is
+  /// drawn in the placement report. Throws InvalidArgument naming the value when one belongs to
+  /// another builder or to a body this graph does not enclose.
+  std::vector<Value> control_dependency(const std::vector<Value>& dependents,
+                                        const std::vector<Value>& on);
+  /// control_dependency() of one value.
+  Value control_dependency(Value dependent, const std::vector<Value>& on);
+
   /// Names the graph outputs, in order (each name must be unused). Throws InvalidArgument for
   /// a taken or repeated name, or on a subgraph's builder.
   void outputs(const std::vector<std::pair<std::string, Value>>& named);
 
   /// The finished graph as a Model, to compile (placement, explain and .syx save/load work as
   /// for a loaded model). The builder is consumed; its Values become invalid. Throws
-  /// InvalidArgument when no outputs were named.
+  /// InvalidArgument when no outputs were named and no variable is assigned.
   Model build() &&;
 
  private:

@@ -131,6 +131,15 @@ SWITCHYARD_API void sy_model_free(sy_model* model);
 SWITCHYARD_API sy_status sy_executable_run(const sy_executable* exe, const char* const* names,
                                            const sy_tensor* inputs, size_t n_inputs,
                                            sy_tensor** outputs, size_t* n_outputs);
+/** A copy of variable `name`'s current value (Executable::variable) into *value: one tensor,
+ *  freed with sy_tensor_free(*value, 1). SY_INVALID_ARGUMENT naming an unknown variable. */
+SWITCHYARD_API sy_status sy_executable_variable(const sy_executable* exe, const char* name,
+                                                sy_tensor** value);
+/** Replaces variable `name`'s value by a copy of `value` (Executable::set_variable: after any
+ *  run that assigns variables; SY_INVALID_ARGUMENT naming the variable when unknown or when the
+ *  dtype or shape differ). */
+SWITCHYARD_API sy_status sy_executable_set_variable(const sy_executable* exe, const char* name,
+                                                    const sy_tensor* value);
 /** The placement report as "text", "json", "dot" or "html" (NULL: text) into *text (free with
  *  sy_string_free). */
 SWITCHYARD_API sy_status sy_executable_explain(const sy_executable* exe, const char* format,
@@ -164,6 +173,20 @@ SWITCHYARD_API sy_status sy_builder_op(sy_builder* b, const char* op_type, const
                                        const sy_value* inputs, size_t n_inputs,
                                        const sy_attribute* attrs, size_t n_attrs, size_t n_outputs,
                                        sy_value* outputs);
+/** A variable (GraphBuilder::variable) starting at a copy of `initial`: state that persists
+ *  across runs; *value is its value as a run reads it. */
+SWITCHYARD_API sy_status sy_builder_variable(sy_builder* b, const char* name,
+                                             const sy_tensor* initial, sy_value* value);
+/** Assigns `value` to `variable` (a value sy_builder_variable made) when a run succeeds
+ *  (GraphBuilder::assign); *assigned (may be NULL) gets the assign's value, to order after. */
+SWITCHYARD_API sy_status sy_builder_assign(sy_builder* b, sy_value variable, sy_value value,
+                                           sy_value* assigned);
+/** Orders each of `dependents` after every value of `on` without moving data
+ *  (GraphBuilder::control_dependency): outputs[i] is dependents[i] passed through an ordering
+ *  node; use it instead. */
+SWITCHYARD_API sy_status sy_builder_control_dependency(sy_builder* b, const sy_value* dependents,
+                                                       size_t n_dependents, const sy_value* on,
+                                                       size_t n_on, sy_value* outputs);
 /** Names the graph outputs, in order. */
 SWITCHYARD_API sy_status sy_builder_outputs(sy_builder* b, const char* const* names,
                                             const sy_value* values, size_t n);

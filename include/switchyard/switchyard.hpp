@@ -212,7 +212,9 @@ class SWITCHYARD_API Model {
   /// Takes a graph built with the IR (or builder) API.
   static Model from_graph(std::unique_ptr<ir::Graph> graph);
 
+  /// The graph inputs a run takes (variables excluded).
   std::vector<ValueInfo> inputs() const;
+  /// The graph outputs a run returns (variables' assigns excluded).
   std::vector<ValueInfo> outputs() const;
   /// Opsets the file imports (domain → version; "" is the default domain).
   const std::map<std::string, int64_t>& opsets() const { return opsets_; }
@@ -248,12 +250,28 @@ class SWITCHYARD_API Executable {
   /// OutOfMemory when it would pass a --memory-limit; the executable stays usable either way.
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs,
                                     const RunOptions& options) const;
-  /// Runs with values of any kind (tensors, sequences, absent optionals) in graph-input order;
-  /// returns them in graph-output order with the run's statistics (and profile when asked).
+  /// Runs with values of any kind (tensors, sequences, absent optionals) in inputs() order;
+  /// returns them in outputs() order with the run's statistics (and profile when asked).
   /// Throws as run() does.
   RunResult run_values(std::vector<Datum> inputs, const RunOptions& options = {}) const;
+  /// The inputs a run takes (a variable is no input: the executable binds it).
   std::vector<ValueInfo> inputs() const;
+  /// The outputs a run returns (a variable's assign is none: the run commits it).
   std::vector<ValueInfo> outputs() const;
+  /// The variables (GraphBuilder::variable): state that persists across runs, in declaration
+  /// order. Copies of an Executable share them. docs/api.md ("State") gives the rules: a run
+  /// reads the values current when it starts and, when it succeeds, commits all its assigns at
+  /// once (a failed or cancelled run commits nothing); runs of an executable whose graph assigns
+  /// variables run one at a time, so the state is always that of some order of whole runs.
+  std::vector<ValueInfo> variables() const;
+  /// A copy of variable `name`'s current value (what the last successful assigning run, or
+  /// set_variable, left). Never waits for a run. Throws InvalidArgument naming an unknown
+  /// variable.
+  Tensor variable(const std::string& name) const;
+  /// Replaces variable `name`'s value by a copy of `value` (host memory, the variable's dtype and
+  /// shape), once any run that assigns variables has finished; later runs read it. Throws
+  /// InvalidArgument naming the variable when it is unknown or `value` does not fit it.
+  void set_variable(const std::string& name, const Tensor& value) const;
   /// Threads each run uses (Options.num_threads, or every core when that was 0).
   int num_threads() const;
   /// The devices the executable uses, the cpu first ("cpu", "sim:0", "cuda:0").
@@ -277,7 +295,8 @@ class SWITCHYARD_API Executable {
   /// the report's "warning:" notes without the prefix. Empty when every option took effect.
   std::vector<std::string> warnings() const;
   /// Writes the executable to `path` (docs/executable-format.md): the optimized, placed graph,
-  /// its options, devices and report, and the weights. Atomic: a reader sees the old file or
+  /// its options, devices and report, the weights, and the variables' current values (a loaded
+  /// executable starts from them). Atomic: a reader sees the old file or
   /// the whole new one. Throws InvalidArgument naming the file when it cannot be written.
   void save(const std::string& path) const;
   /// Loads a saved executable without compiling it again: the partitions are compiled as they

@@ -3,6 +3,7 @@
 #include <unordered_map>
 
 #include "ir/check.h"
+#include "ops/op_traits.h"
 
 namespace switchyard::backends {
 
@@ -23,8 +24,15 @@ std::unique_ptr<ir::Graph> clone_partition(const backends::Partition& p,
     return c;
   };
   for (const ir::Node* n : p.nodes) {
+    const ops::OpTraits& traits = ops::traits(*n);
     std::vector<ir::Value*> ins;
-    for (const ir::Value* v : n->inputs()) ins.push_back(lookup(v));
+    for (size_t i = 0; i < n->num_inputs(); ++i) {
+      const ir::Value* v = n->input(i);
+      // An ordering input made by an earlier partition is not an input here: the plan runs
+      // that partition first, and no data crosses for it.
+      bool elsewhere = v && !v->is_constant() && !map.count(v);
+      ins.push_back(elsewhere && traits.is_ordering_input(i) ? nullptr : lookup(v));
+    }
     std::vector<std::string> outs;
     for (const ir::Value* v : n->outputs()) outs.push_back(v->name());
     ir::Node* c = g->add_node(n->op_type(), n->name(), ins, outs, n->domain());

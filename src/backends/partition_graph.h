@@ -1,7 +1,8 @@
 // A partition's nodes cloned into a graph of their own, for backends that rewrite what they
 // compile (fusion, precision, layouts) without touching the user's graph: partition inputs
 // become graph inputs, constants initializers (sharing storage), partition outputs graph
-// outputs in partition order.
+// outputs in partition order. An ordering-only input (ops::OpTraits::is_ordering_input) made
+// by another partition is omitted: the partitions run in order, and no data crosses for it.
 #pragma once
 
 #include <map>

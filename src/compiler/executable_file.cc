@@ -18,6 +18,7 @@
 #include "ir/check.h"
 #include "onnx/export.h"
 #include "onnx/import.h"
+#include "ops/op_traits.h"
 #include "ops/schema.h"
 
 namespace switchyard::compiler {
@@ -86,8 +87,11 @@ Json report_to_json(const placement::PlacementReport& r) {
                       {"bytes", c.bytes}});
   Json edges = Json::array();
   for (const auto& e : r.edges)
-    edges.push_back(
-        {{"from_node", e.from_node}, {"to_node", e.to_node}, {"value", e.value}, {"copy", e.copy}});
+    edges.push_back({{"from_node", e.from_node},
+                     {"to_node", e.to_node},
+                     {"value", e.value},
+                     {"copy", e.copy},
+                     {"control", e.control}});
   Json fusions = Json::array();
   for (const auto& f : r.fusions)
     fusions.push_back({{"partition", f.partition}, {"device", f.device}, {"nodes", f.nodes}});
@@ -203,7 +207,8 @@ placement::PlacementReport report_from_json(const Reader& rd, const Json& j) {
   for (const Json& e : rd.array(j, "edges", w)) {
     const std::string we = w + " edge";
     r.edges.push_back({rd.str(e, "from_node", we), rd.str(e, "to_node", we), rd.str(e, "value", we),
-                       rd.boolean(e, "copy", we)});
+                       rd.boolean(e, "copy", we),
+                       e.contains("control") && rd.boolean(e, "control", we)});
   }
   r.notes = rd.strings(j, "notes", w);
   for (const Json& f : rd.array(j, "fusions", w)) {
@@ -322,6 +327,7 @@ void check_record(const Reader& rd, const PlacementRecord& r, const ir::Graph& g
   std::map<const ir::Value*, std::set<int>> where;
   for (const ir::Value* v : graph.inputs()) where[v].insert(0);
   std::vector<char> seen(num_nodes, 0);
+  std::set<const ir::Value*> made;  // what earlier partitions made (an ordering input's source)
   auto apply_copies = [&](const std::vector<PlacementRecord::Copy>& list, int before,
                           bool shape_only) {
     for (const auto& c : list) {
@@ -377,13 +383,20 @@ void check_record(const Reader& rd, const PlacementRecord& r, const ir::Graph& g
       SY_CHECK(r.node_device[static_cast<size_t>(n)] == part.device, InvalidModel,
                "{}: partition {} holds node {} of another device", file, p, n);
       const ir::Node& node = *graph.nodes()[static_cast<size_t>(n)];
-      for (const ir::Value* in : node.inputs())
-        SY_CHECK(!in || in->is_constant() || local.count(in), InvalidModel,
+      const ops::OpTraits& traits = ops::traits(node);
+      for (size_t i = 0; i < node.num_inputs(); ++i) {
+        const ir::Value* in = node.input(i);
+        // An ordering input made by an earlier partition is no input: it only orders the two.
+        if (!in || in->is_constant() || local.count(in)) continue;
+        SY_CHECK(traits.is_ordering_input(i) && (in->is_graph_input() || made.count(in)),
+                 InvalidModel,
                  "{}: partition {}: {} reads '{}', which the partition neither takes nor makes",
                  file, p, node.describe(), in->name());
+      }
       for (const ir::Value* out : node.outputs())
         if (out) local.insert(out);
     }
+    made.insert(local.begin(), local.end());
     for (const std::string& name : part.outputs) {
       const ir::Value* v = value(name);
       SY_CHECK(local.count(v), InvalidModel,
@@ -452,6 +465,9 @@ void write_executable(const std::string& path, const CompiledModel& model,
     weights_bytes = at + t.nbytes();
     return std::make_pair(std::string(kWeightsLocation), at);
   };
+  // The variables as they are now (one committed state): a loaded executable goes on from it.
+  std::shared_ptr<const runtime::VariableValues> variables = model.executable().variables();
+  eo.variable_values = variables.get();
   std::string model_bytes = onnx_import::export_model(model.graph(), eo);
   Json meta = {{"format_version", kExecutableFormatVersion},
                {"switchyard_version", SWITCHYARD_VERSION},

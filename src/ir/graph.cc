@@ -142,6 +142,12 @@ Value* Graph::add_input(const std::string& name, Type type) {
   return v;
 }
 
+const Variable* Graph::find_variable(const std::string& name) const {
+  for (const Variable& v : variables_)
+    if (v.name == name) return &v;
+  return nullptr;
+}
+
 Value* Graph::add_constant(const std::string& name, Tensor data) {
   Type t = Type::tensor(data.dtype(), make_shape(data.shape()));
   Value* v = add_value(name, std::move(t));

@@ -114,6 +114,15 @@ class Node {
   std::vector<Attribute> attributes_;
 };
 
+/// State that persists across runs of an executable (GraphBuilder::variable): read through the
+/// graph input of its name, written by the graph output `assigned` (an assign), which the
+/// executable commits when a run succeeds. Only a main graph has variables.
+struct Variable {
+  std::string name;      ///< the variable's graph input
+  Tensor initial;        ///< its value when an executable is made from the graph
+  std::string assigned;  ///< the graph output holding its new value; empty: never assigned
+};
+
 class Graph {
  public:
   explicit Graph(std::string name = "main", Graph* parent = nullptr)
@@ -160,6 +169,13 @@ class Graph {
   const std::vector<std::unique_ptr<Value>>& values() const { return values_; }
   std::vector<Value*> constants() const;
 
+  /// The variables, in declaration order (verify checks that each names a tensor input of its
+  /// initial value's dtype and shape, and that `assigned` is an output of that type).
+  const std::vector<Variable>& variables() const { return variables_; }
+  std::vector<Variable>& mutable_variables() { return variables_; }
+  /// The variable read through input `name`, or nullptr.
+  const Variable* find_variable(const std::string& name) const;
+
   /// Values of enclosing graphs that nodes of this graph (or its subgraphs) read.
   std::vector<Value*> outer_scope_values() const;
 
@@ -192,6 +208,7 @@ class Graph {
   std::unordered_map<std::string, Value*> value_by_name_;
   std::vector<Value*> inputs_;
   std::vector<Value*> outputs_;
+  std::vector<Variable> variables_;
   size_t name_counter_ = 0;
 };
 

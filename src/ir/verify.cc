@@ -118,6 +118,46 @@ void verify_graph(const Graph& g, std::unordered_set<const Value*>& visible) {
   for (const Value* v : added) visible.erase(v);
 }
 
+// Each variable reads through a tensor input typed like its initial value, and an assign is a
+// graph output whose type does not contradict it.
+void verify_variables(const Graph& g) {
+  std::unordered_set<std::string> names, assigned;
+  for (const Variable& var : g.variables()) {
+    SY_CHECK(g.parent() == nullptr, InvalidModel, "variable '{}': graph '{}' is a subgraph",
+             var.name, g.name());
+    SY_CHECK(names.insert(var.name).second, InvalidModel, "variable '{}' is declared twice",
+             var.name);
+    SY_CHECK(var.initial.defined(), InvalidModel, "variable '{}' has no initial value", var.name);
+    const Type want = Type::tensor(var.initial.dtype(), make_shape(var.initial.shape()));
+    const Value* in = g.find_local_value(var.name);
+    SY_CHECK(in && in->is_graph_input(), InvalidModel,
+             "variable '{}' is not an input of graph '{}'", var.name, g.name());
+    SY_CHECK(in->type().is_tensor() && in->type().dtype == want.dtype && in->type().shape &&
+                 *in->type().shape == *want.shape,
+             InvalidModel, "variable '{}': its input is {}, its value {}", var.name,
+             in->type().to_string(), want.to_string());
+    if (var.assigned.empty()) continue;
+    SY_CHECK(assigned.insert(var.assigned).second, InvalidModel,
+             "variable '{}': output '{}' assigns another variable too", var.name, var.assigned);
+    const Value* out = nullptr;
+    for (const Value* v : g.outputs())
+      if (v->name() == var.assigned) out = v;
+    SY_CHECK(out != nullptr, InvalidModel,
+             "variable '{}': its assign '{}' is not an output of graph '{}'", var.name,
+             var.assigned, g.name());
+    const Type& t = out->type();
+    bool dtype_ok = !t.is_tensor() || t.dtype == DType::Undefined || t.dtype == want.dtype;
+    bool rank_ok = !t.is_tensor() || !t.shape || t.shape->size() == want.shape->size();
+    for (size_t i = 0; rank_ok && t.is_tensor() && t.shape && i < t.shape->size(); ++i)
+      rank_ok = !(*t.shape)[i].is_static() || (*t.shape)[i] == (*want.shape)[i];
+    SY_CHECK(t.is_tensor() || t.is_unknown(), InvalidModel,
+             "variable '{}': its assign '{}' is not a tensor ({})", var.name, var.assigned,
+             t.to_string());
+    SY_CHECK(dtype_ok && rank_ok, InvalidModel, "variable '{}' is {}, but its assign '{}' is {}",
+             var.name, want.to_string(), var.assigned, t.to_string());
+  }
+}
+
 }  // namespace
 
 void verify(const Graph& graph) {
@@ -126,6 +166,7 @@ void verify(const Graph& graph) {
   for (Graph* p = graph.parent(); p; p = p->parent())
     for (const auto& v : p->values()) visible.insert(v.get());
   verify_graph(graph, visible);
+  verify_variables(graph);
 }
 
 }  // namespace switchyard::ir

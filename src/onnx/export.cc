@@ -142,6 +142,14 @@ class Exporter {
     for (const ir::Value* v : graph.inputs()) value_info(*v, *out.add_input());
     for (const ir::Value* c : graph.constants())
       tensor_to_proto(c->constant(), c->name(), *out.add_initializer());
+    for (const ir::Variable& var : graph.variables()) {
+      const ir::Tensor* value = &var.initial;
+      if (options_.variable_values) {
+        auto it = options_.variable_values->find(var.name);
+        if (it != options_.variable_values->end()) value = &it->second;
+      }
+      tensor_to_proto(*value, var.name, *out.add_initializer());
+    }
     for (const auto& node : graph.nodes()) {
       onnx::NodeProto* n = out.add_node();
       n->set_op_type(node->op_type());
@@ -172,6 +180,11 @@ std::string export_model(const ir::Graph& graph, const ExportOptions& options) {
   opset->set_version(kLatestOpset);
   Exporter exporter(options);
   exporter.graph_to_proto(graph, "", *model.mutable_graph());
+  for (const ir::Variable& var : graph.variables()) {
+    onnx::StringStringEntryProto* entry = model.add_metadata_props();
+    entry->set_key(kVariableMetadataPrefix + var.name);
+    entry->set_value(var.assigned);
+  }
   std::string bytes;
   SY_CHECK(model.SerializeToString(&bytes), Internal,
            "export: the model does not serialize (over protobuf's 2 GiB limit?)");

@@ -10,6 +10,7 @@
 #include <optional>
 #include <unordered_set>
 
+#include "onnx/export.h"
 #include "onnx/graph_edit.h"
 #include "onnx/proto_convert.h"
 #include "ops/op_kind.h"
@@ -44,6 +45,14 @@ class Importer {
         base_dir_(std::move(base_dir)),
         max_depth_(std::clamp(options.max_subgraph_depth, 0, kHardestSubgraphDepth)),
         external_(options.external_data) {}
+
+  /// The main graph's variables (export.h, kVariableMetadataPrefix): name → assigning output.
+  void set_variables(std::vector<std::pair<std::string, std::string>> variables) {
+    variables_ = std::move(variables);
+  }
+  /// Declares the variables on the main graph once it is built; throws InvalidModel naming a
+  /// variable without its input or initializer.
+  void add_variables(ir::Graph& graph);
 
   /// Builds the main graph (and, recursively, every subgraph) from its GraphProto. Tensor
   /// bytes are released from `proto` once copied, so a model is not held twice in memory.
@@ -86,6 +95,8 @@ class Importer {
         external_files.push_back(entry.value());
   }
   detail::NodeNames names_;
+  std::vector<std::pair<std::string, std::string>> variables_;
+  std::map<std::string, ir::Tensor> variable_values_;  // the variables' initializers
 };
 
 void Importer::build_graph(onnx::GraphProto& proto, ir::Graph& graph, const std::string& prefix) {
@@ -142,8 +153,31 @@ void Importer::add_initializers(onnx::GraphProto& proto, ir::Graph& graph,
     note_external(init);
     ir::Tensor data = detail::tensor_from_proto(init, base_dir_, label, &external_);
     release_bytes(init);
+    bool variable = graph.parent() == nullptr &&
+                    std::any_of(variables_.begin(), variables_.end(),
+                                [&](const auto& v) { return v.first == init.name(); });
+    if (variable) {
+      // A variable's value: its graph input stays an input, which the executable binds.
+      SY_CHECK(variable_values_.emplace(init.name(), std::move(data)).second, InvalidModel,
+               "variable '{}' has two initializers", init.name());
+      continue;
+    }
     with_context(label, [&] { return graph.add_constant(init.name(), std::move(data)); });
     names.insert(init.name());
+  }
+}
+
+void Importer::add_variables(ir::Graph& graph) {
+  for (const auto& [name, assigned] : variables_) {
+    auto value = variable_values_.find(name);
+    SY_CHECK(value != variable_values_.end(), InvalidModel,
+             "variable '{}' (metadata '{}{}') has no initializer holding its value", name,
+             kVariableMetadataPrefix, name);
+    const ir::Value* input = graph.find_local_value(name);
+    SY_CHECK(input && input->is_graph_input(), InvalidModel,
+             "variable '{}' (metadata '{}{}') is not a graph input", name, kVariableMetadataPrefix,
+             name);
+    graph.mutable_variables().push_back({name, std::move(value->second), assigned});
   }
 }
 
@@ -400,7 +434,14 @@ std::unique_ptr<ir::Graph> import_parsed(onnx::ModelProto& model, const std::str
   onnx::GraphProto& main = *model.mutable_graph();
   auto graph = std::make_unique<ir::Graph>(main.name().empty() ? "main" : main.name());
   Importer importer(model, base_dir, options);
+  std::vector<std::pair<std::string, std::string>> variables;
+  const std::string prefix = kVariableMetadataPrefix;
+  for (const auto& entry : model.metadata_props())
+    if (entry.key().rfind(prefix, 0) == 0)
+      variables.emplace_back(entry.key().substr(prefix.size()), entry.value());
+  importer.set_variables(std::move(variables));
   importer.build_graph(main, *graph, "");
+  importer.add_variables(*graph);
   if (opset) {
     normalize_opsets(*graph, *opset);
   } else {

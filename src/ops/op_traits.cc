@@ -13,6 +13,7 @@ constexpr OpTraits kUnary{.unary_elementwise = true};
 constexpr OpTraits kBroadcast{.broadcast_elementwise = true};
 constexpr OpTraits kShapeOnly{.reads_only_shape = true};
 constexpr OpTraits kPool{.spatial_pool = true};
+constexpr OpTraits kOrderingAfterFirst{.first_ordering_input = 1};
 
 struct Row {
   OpKind kind;
@@ -96,6 +97,7 @@ constexpr Row kRows[] = {
     {K::GlobalAveragePool, kPool},
     {K::GlobalMaxPool, kPool},
     {K::GlobalLpPool, kPool},
+    {K::Depend, kOrderingAfterFirst},
 };
 
 const OpTraits kNone{};
@@ -113,8 +115,7 @@ const OpTraits& traits(OpKind kind) {
 }
 
 const OpTraits& traits(std::string_view op_type, std::string_view domain) {
-  if (!domain.empty() && domain != "ai.onnx") return kNone;
-  auto kind = find_op_kind(op_type);
+  auto kind = find_op_kind(op_type, domain);
   return kind ? traits(*kind) : kNone;
 }
 

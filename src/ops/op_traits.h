@@ -26,20 +26,29 @@ struct OpTraits {
   bool reads_only_shape = false;
   /// Pools each channel of [N, C, spatial...] over spatial windows, channels independent.
   bool spatial_pool = false;
+  /// Inputs from this index on are ordering only (Depend's): the node runs after their
+  /// producers but never reads their data, so no copy of them crosses devices. -1: none.
+  int first_ordering_input = -1;
+
+  /// Whether input `i` only orders the node after its producer (first_ordering_input).
+  bool is_ordering_input(size_t i) const {
+    return first_ordering_input >= 0 && i >= static_cast<size_t>(first_ordering_input);
+  }
 
   /// Elementwise (unary or broadcasting), so the same in any memory layout of its data inputs
   /// when they share one layout (and any other operand broadcasts alike in every layout).
   bool layout_free() const { return unary_elementwise || broadcast_elementwise; }
   /// Whether any trait is set.
   bool any() const {
-    return unary_elementwise || broadcast_elementwise || reads_only_shape || spatial_pool;
+    return unary_elementwise || broadcast_elementwise || reads_only_shape || spatial_pool ||
+           first_ordering_input >= 0;
   }
 };
 
 /// The traits of a kind (all false for a kind without any).
 const OpTraits& traits(OpKind kind);
 /// The traits of an op type in `domain` ("" or "ai.onnx": the default domain); all false for an
-/// op of another domain or one not listed in op_kinds.def.
+/// op not listed in op_kinds.def under that domain.
 const OpTraits& traits(std::string_view op_type, std::string_view domain = {});
 /// The traits of a node's op (its domain included).
 const OpTraits& traits(const ir::Node& node);

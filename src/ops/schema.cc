@@ -111,6 +111,7 @@ const SchemaRegistry& schemas() {
     register_sequence_schemas(r);
     register_control_flow_schemas(r);
     register_stencil_schemas(r);
+    register_depend_schemas(r);
     return r;
   }();
   return registry;

@@ -92,5 +92,6 @@ void register_strings_schemas(SchemaRegistry& r);
 void register_sequence_schemas(SchemaRegistry& r);
 void register_control_flow_schemas(SchemaRegistry& r);
 void register_stencil_schemas(SchemaRegistry& r);
+void register_depend_schemas(SchemaRegistry& r);
 
 }  // namespace switchyard::ops

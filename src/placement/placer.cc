@@ -50,6 +50,24 @@ std::vector<const ir::Value*> values_read(const ir::Node& node, const ir::Graph&
   return out;
 }
 
+// Values `node` reads only through its ordering inputs (ops::OpTraits::is_ordering_input): the
+// node runs after their producers but needs none of their data.
+std::vector<const ir::Value*> ordering_only_reads(const ir::Node& node) {
+  const ops::OpTraits& traits = ops::traits(node);
+  std::vector<const ir::Value*> out;
+  if (traits.first_ordering_input < 0 || !node.subgraphs().empty()) return out;
+  for (size_t i = 0; i < node.num_inputs(); ++i) {
+    const ir::Value* v = node.input(i);
+    if (!v || !traits.is_ordering_input(i) || std::find(out.begin(), out.end(), v) != out.end())
+      continue;
+    bool data = false;
+    for (size_t k = 0; k < node.num_inputs(); ++k)
+      data = data || (node.input(k) == v && !traits.is_ordering_input(k));
+    if (!data) out.push_back(v);
+  }
+  return out;
+}
+
 int64_t static_bytes(const ir::Value* v) {
   const ir::Type& t = v->type();
   if (!t.is_tensor() || !t.shape) return -1;
@@ -163,7 +181,11 @@ class Placer {
     reads_.resize(nodes_.size());
     estimates_.resize(all_.size());
     host_runs_.assign(nodes_.size(), -1);
-    for (size_t i = 0; i < nodes_.size(); ++i) reads_[i] = values_read(*nodes_[i], graph_);
+    ordering_reads_.resize(nodes_.size());
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      reads_[i] = values_read(*nodes_[i], graph_);
+      for (const ir::Value* v : ordering_only_reads(*nodes_[i])) ordering_reads_[i].insert(v);
+    }
     std::function<void(const ir::Graph&, const ir::Node*)> own = [&](const ir::Graph& g,
                                                                      const ir::Node* top) {
       top_of_graph_[&g] = top;
@@ -470,7 +492,7 @@ class Placer {
     for (size_t k : members) {
       saving += estimate_us(k, 0) - estimate_us(k, d);
       for (const ir::Value* v : reads_[k]) {
-        if (v->is_constant()) continue;
+        if (v->is_constant() || ordering_reads_[k].count(v)) continue;  // no data crosses
         const ir::Node* p = v->producer();
         if (!p || !in_island(p)) cross(v);
       }
@@ -478,7 +500,9 @@ class Placer {
         bool leaves = graph_outputs_.count(v) > 0;
         for (auto [user, idx] : v->uses()) {
           const ir::Node* top = top_level(user);
-          if (top && !in_island(top)) leaves = true;
+          if (top && !in_island(top) &&
+              !ordering_reads_[static_cast<size_t>(node_index_.at(top))].count(v))
+            leaves = true;
         }
         if (leaves) cross(v);
       }
@@ -575,9 +599,18 @@ class Placer {
             if (!direct.count(v)) device_read.insert(v);
         }
       }
+      // Values the partition's nodes read only to run after their producers: no input, no
+      // copy (the producer's partition comes first: its level is lower or it is this one).
+      std::unordered_set<const ir::Value*> needed;
+      for (const ir::Node* n : p.nodes) {
+        size_t i = static_cast<size_t>(node_index_.at(n));
+        for (const ir::Value* v : reads_[i])
+          if (!ordering_reads_[i].count(v)) needed.insert(v);
+      }
       for (const ir::Node* n : p.nodes) {
         for (const ir::Value* v : reads_[static_cast<size_t>(node_index_.at(n))]) {
-          if (v->is_constant() || inside.count(v) || !seen.insert(v).second) continue;
+          if (v->is_constant() || inside.count(v) || !needed.count(v)) continue;
+          if (!seen.insert(v).second) continue;
           p.inputs.push_back(v);
           bool on_host = host_read.count(v) && !device_read.count(v);
           p.input_on_host.push_back(on_host ? 1 : 0);
@@ -600,13 +633,14 @@ class Placer {
       }
       for (const ir::Node* n : p.nodes)
         for (const ir::Value* v : n->outputs()) {
-          bool needed = graph_outputs_.count(v) > 0;
+          bool read_elsewhere = graph_outputs_.count(v) > 0;
           for (auto [user, idx] : v->uses()) {
             const ir::Node* top = top_level(user);
-            if (top && partition_of[static_cast<size_t>(node_index_.at(top))] != p.index)
-              needed = true;
+            if (!top) continue;
+            size_t t = static_cast<size_t>(node_index_.at(top));
+            if (partition_of[t] != p.index && !ordering_reads_[t].count(v)) read_elsewhere = true;
           }
-          if (needed) p.outputs.push_back(v);
+          if (read_elsewhere) p.outputs.push_back(v);
         }
     }
     for (const ir::Value* v : graph_.outputs()) {
@@ -666,8 +700,9 @@ class Placer {
       for (const ir::Value* v : reads_[i])
         if (v->producer()) {
           size_t p = static_cast<size_t>(node_index_.at(v->producer()));
+          bool control = ordering_reads_[i].count(v) > 0;
           r.edges.push_back({nodes_[p]->name(), nodes_[i]->name(), v->name(),
-                             state_[p].device != state_[i].device});
+                             !control && state_[p].device != state_[i].device, control});
         }
     return r;
   }
@@ -683,6 +718,8 @@ class Placer {
   std::vector<const ir::Node*> nodes_;
   std::unordered_map<const ir::Node*, int> node_index_;
   std::vector<std::vector<const ir::Value*>> reads_;
+  // Per node: the values of reads_ it reads only through ordering inputs (no data needed).
+  std::vector<std::unordered_set<const ir::Value*>> ordering_reads_;
   std::vector<NodeState> state_;
   std::map<size_t, int> stage_of_;
   std::unordered_map<const ir::Graph*, const ir::Node*> top_of_graph_;  // nested graph → top node

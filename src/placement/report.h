@@ -56,12 +56,15 @@ struct CopyInfo {
   int64_t bytes = -1;       ///< from the static type; -1 when a dim is symbolic
 };
 
-/// A data edge between two nodes (for drawing); `copy` when the two run on different devices.
+/// An edge between two nodes (for drawing): a data edge, with `copy` when the two run on
+/// different devices, or a control edge (`control`: a control dependency, which orders
+/// `to_node` after `from_node` and moves no data, so never a copy).
 struct EdgeInfo {
   std::string from_node;
   std::string to_node;
   std::string value;
   bool copy = false;
+  bool control = false;
 };
 
 /// Nodes of the user's graph that one partition runs as one kernel (filled in after the

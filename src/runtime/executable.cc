@@ -61,6 +61,68 @@ Executable::Executable(std::unique_ptr<ir::Graph> graph,
            "Executable: the plan's values do not start with the graph inputs");
   for (size_t i = 0; i < plan_.values.size(); ++i)
     value_ids_.emplace(plan_.values[i], static_cast<int>(i));
+
+  const auto& graph_inputs = graph_->inputs();
+  const auto& graph_outputs = graph_->outputs();
+  assign_output_.assign(graph_outputs.size(), 0);
+  auto state = std::make_shared<VariableValues>();
+  for (const ir::Variable& var : graph_->variables()) {
+    VariableSlot slot;
+    slot.name = var.name;
+    slot.dtype = var.initial.dtype();
+    slot.shape = var.initial.shape();
+    slot.input = graph_inputs.size();
+    for (size_t i = 0; i < graph_inputs.size(); ++i)
+      if (graph_inputs[i]->name() == var.name) slot.input = i;
+    SY_CHECK(slot.input < graph_inputs.size(), Internal, "variable '{}' is not a graph input",
+             var.name);
+    for (size_t i = 0; i < graph_outputs.size() && !var.assigned.empty(); ++i)
+      if (graph_outputs[i]->name() == var.assigned) slot.output = static_cast<int>(i);
+    SY_CHECK(var.assigned.empty() || slot.output >= 0, Internal,
+             "the assign '{}' of variable '{}' is not a graph output", var.assigned, var.name);
+    if (slot.output >= 0) {
+      assign_output_[static_cast<size_t>(slot.output)] = 1;
+      assigns_ = true;
+    }
+    state->emplace(var.name, var.initial);
+    variable_slots_.push_back(std::move(slot));
+  }
+  state_ = std::move(state);
+  for (const ir::Value* v : graph_inputs)
+    if (!graph_->find_variable(v->name())) user_inputs_.push_back(v);
+  for (size_t i = 0; i < graph_outputs.size(); ++i)
+    if (!assign_output_[i]) user_outputs_.push_back(graph_outputs[i]);
+}
+
+std::shared_ptr<const VariableValues> Executable::variables() const {
+  std::lock_guard<std::mutex> lock(state_mutex_);
+  return state_;
+}
+
+void Executable::set_variable(const std::string& name, const ir::Tensor& value) const {
+  const VariableSlot* slot = nullptr;
+  for (const VariableSlot& s : variable_slots_)
+    if (s.name == name) slot = &s;
+  if (!slot) {
+    std::vector<std::string> names;
+    for (const VariableSlot& s : variable_slots_) names.push_back(s.name);
+    SY_THROW(InvalidArgument, "set_variable: the model has no variable '{}' (its variables: {})",
+             name, names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", ")));
+  }
+  SY_CHECK(value.defined() && value.dtype() == slot->dtype && value.shape() == slot->shape,
+           InvalidArgument, "set_variable '{}': the value is {} {}, the variable is {} {}", name,
+           value.defined() ? ir::dtype_name(value.dtype()) : "undefined",
+           value.defined() ? ir::shape_to_string(value.shape()) : std::string("[]"),
+           ir::dtype_name(slot->dtype), ir::shape_to_string(slot->shape));
+  SY_CHECK(devices_[0]->owns(value), InvalidArgument,
+           "set_variable '{}': the value is in a device's memory; variables live in host memory",
+           name);
+  // After the assigning run in flight, if any: its commit must not overwrite this value.
+  std::lock_guard<std::mutex> serial(run_mutex_);
+  std::lock_guard<std::mutex> lock(state_mutex_);
+  auto next = std::make_shared<VariableValues>(*state_);
+  (*next)[name] = value.clone();
+  state_ = std::move(next);
 }
 
 std::string Executable::check_inputs(const std::vector<ir::Datum>& inputs) const {
@@ -159,6 +221,69 @@ size_t Executable::cached_shape_signatures() const {
 std::vector<ir::Datum> Executable::run(std::vector<ir::Datum> inputs, RunStats* stats,
                                        runtime::Profiler* profiler,
                                        const RunControl* control) const {
+  if (variable_slots_.empty()) return run_graph(std::move(inputs), stats, profiler, control);
+  return run_with_variables(std::move(inputs), stats, profiler, control);
+}
+
+std::vector<ir::Datum> Executable::run_with_variables(std::vector<ir::Datum> inputs,
+                                                      RunStats* stats, runtime::Profiler* profiler,
+                                                      const RunControl* control) const {
+  SY_CHECK(inputs.size() == user_inputs_.size(), InvalidArgument,
+           "the model takes {} inputs, {} were given", user_inputs_.size(), inputs.size());
+  const auto& graph_outputs = graph_->outputs();
+  // Caller buffers come indexed by user output; the plan indexes every graph output.
+  RunControl graph_control;
+  if (control) {
+    graph_control = *control;
+    graph_control.output_buffers.clear();
+    for (size_t i = 0, u = 0; i < graph_outputs.size() && !control->output_buffers.empty(); ++i) {
+      graph_control.output_buffers.emplace_back();
+      if (!assign_output_[i] && u < control->output_buffers.size())
+        graph_control.output_buffers.back() = control->output_buffers[u++];
+    }
+  }
+  // A run that assigns holds the lock from its read of the state to its commit: runs are
+  // serializable, and concurrent increments are never lost.
+  std::unique_lock<std::mutex> serial(run_mutex_, std::defer_lock);
+  if (assigns_) serial.lock();
+  std::shared_ptr<const VariableValues> state = variables();
+  std::vector<ir::Datum> all(graph_->inputs().size());
+  std::vector<char> bound(all.size(), 0);
+  for (const VariableSlot& v : variable_slots_) {
+    all[v.input] = ir::Datum(state->at(v.name));
+    bound[v.input] = 1;
+  }
+  for (size_t i = 0, u = 0; i < all.size(); ++i)
+    if (!bound[i]) all[i] = std::move(inputs[u++]);
+  std::vector<ir::Datum> outs =
+      run_graph(std::move(all), stats, profiler, control ? &graph_control : nullptr);
+  if (assigns_) {
+    auto next = std::make_shared<VariableValues>(*state);
+    for (const VariableSlot& v : variable_slots_) {
+      if (v.output < 0) continue;
+      const ir::Datum& d = outs[static_cast<size_t>(v.output)];
+      SY_CHECK(d.is_tensor() && d.tensor.dtype() == v.dtype && d.tensor.shape() == v.shape,
+               InvalidArgument,
+               "variable '{}': the run assigned it {} {}, but the variable is {} {}; nothing was "
+               "assigned",
+               v.name, d.is_tensor() ? ir::dtype_name(d.tensor.dtype()) : "a non-tensor",
+               d.is_tensor() ? ir::shape_to_string(d.tensor.shape()) : std::string(),
+               ir::dtype_name(v.dtype), ir::shape_to_string(v.shape));
+      // A copy: the state owns its memory, apart from the run's pools and the caller's tensors.
+      (*next)[v.name] = d.tensor.clone();
+    }
+    std::lock_guard<std::mutex> lock(state_mutex_);
+    state_ = std::move(next);
+  }
+  std::vector<ir::Datum> results;
+  for (size_t i = 0; i < outs.size(); ++i)
+    if (!assign_output_[i]) results.push_back(std::move(outs[i]));
+  return results;
+}
+
+std::vector<ir::Datum> Executable::run_graph(std::vector<ir::Datum> inputs, RunStats* stats,
+                                             runtime::Profiler* profiler,
+                                             const RunControl* control) const {
   auto started = std::chrono::steady_clock::now();
   std::string signature = check_inputs(inputs);
   bool hit = false;
@@ -299,10 +424,13 @@ std::vector<ir::Datum> Executable::run(std::vector<ir::Datum> inputs, RunStats* 
     for (const ExecutionPlan::Copy& c : plan_.final_copies) do_copy(c);
 
   std::vector<ir::Datum> outputs;
-  for (const ir::Value* v : graph_->outputs()) {
+  for (size_t o = 0; o < graph_->outputs().size(); ++o) {
+    const ir::Value* v = graph_->outputs()[o];
+    // A variable's assign is committed from host memory, wherever the outputs go.
+    const size_t out_at = assign_output_[o] ? 0 : out_device;
     if (v->is_constant()) {
       outputs.emplace_back(v->constant());
-      if (out_device != 0) {
+      if (out_at != 0) {
         outputs.back() = devices_[out_device]->copy_in(outputs.back(), *pools[out_device]);
         ++copies;
         copied_bytes += v->constant().nbytes();
@@ -312,8 +440,8 @@ std::vector<ir::Datum> Executable::run(std::vector<ir::Datum> inputs, RunStats* 
     auto found = value_ids_.find(v);
     int id = found == value_ids_.end() ? -1 : found->second;
     SY_CHECK(id >= 0, Internal, "output '{}' is not in the plan", v->name());
-    ensure(static_cast<size_t>(id), out_device, 0);
-    outputs.push_back(where[static_cast<size_t>(id)][out_device]);
+    ensure(static_cast<size_t>(id), out_at, 0);
+    outputs.push_back(where[static_cast<size_t>(id)][out_at]);
   }
   for (size_t i = 0; i < outputs.size(); ++i) check_output_dtype(*graph_->outputs()[i], outputs[i]);
   // Caller buffers: each output written into its buffer on the buffer's device (a copy).
@@ -371,7 +499,12 @@ std::vector<ir::Datum> Executable::run(const std::map<std::string, ir::Datum>& i
                                        const RunControl* control) const {
   std::vector<ir::Datum> ordered;
   size_t used = 0;
-  for (const ir::Value* v : graph_->inputs()) {
+  for (const auto& [name, d] : inputs)
+    SY_CHECK(!graph_->find_variable(name), InvalidArgument,
+             "'{}' is a variable of the model, not an input: the executable binds it (set it "
+             "with set_variable)",
+             name);
+  for (const ir::Value* v : user_inputs_) {
     auto it = inputs.find(v->name());
     SY_CHECK(it != inputs.end(), InvalidArgument, "input '{}' is missing (expected {})", v->name(),
              v->type().to_string());
@@ -381,7 +514,7 @@ std::vector<ir::Datum> Executable::run(const std::map<std::string, ir::Datum>& i
   if (used != inputs.size()) {
     for (const auto& [name, d] : inputs) {
       bool known = false;
-      for (const ir::Value* v : graph_->inputs()) known = known || v->name() == name;
+      for (const ir::Value* v : user_inputs_) known = known || v->name() == name;
       SY_CHECK(known, InvalidArgument, "'{}' is not an input of the model", name);
     }
   }

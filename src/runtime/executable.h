@@ -1,7 +1,8 @@
 // Executable: what the compiler produced (src/compiler/), run at any input shape its symbolic
 // dims allow — compiled partitions in order on their devices, with the copies between them.
-// Immutable once built; run() is thread-safe and reentrant (per-run scratch comes from pools,
-// never from members). The runtime knows nothing of how the plan was made (passes, placement).
+// Immutable once built but for its variables' state (a snapshot pointer swapped under a lock);
+// run() is thread-safe and reentrant (per-run scratch comes from pools, never from members). The
+// runtime knows nothing of how the plan was made (passes, placement).
 #pragma once
 
 #include <atomic>
@@ -65,6 +66,10 @@ struct ExecutionPlan {
 
 using switchyard::RunStats;
 
+/// The values of an executable's variables by name: one committed state, never changed once
+/// published (a run reads the state it started with; a commit publishes a new one).
+using VariableValues = std::map<std::string, ir::Tensor>;
+
 /// When a run must stop early (public RunOptions).
 struct RunControl {
   int64_t deadline_ms = 0;  ///< 0 = no deadline
@@ -92,17 +97,35 @@ class Executable {
   /// The devices the plan indexes; [0] is the host cpu.
   const std::vector<std::shared_ptr<const Device>>& devices() const { return devices_; }
 
-  /// Runs with inputs in graph-input order. Checks each input's kind, dtype, rank and dims
+  /// The inputs a caller gives: the graph inputs but the variables' (which the executable
+  /// binds itself), in graph-input order.
+  const std::vector<const ir::Value*>& user_inputs() const { return user_inputs_; }
+  /// The outputs a run returns: the graph outputs but the variables' assigns, in order.
+  const std::vector<const ir::Value*>& user_outputs() const { return user_outputs_; }
+  /// The variables' current values: the state the last successful assigning run (or
+  /// set_variable) committed. Never waits for a run.
+  std::shared_ptr<const VariableValues> variables() const;
+  /// Replaces variable `name`'s value by a copy of `value`, after any run that assigns variables
+  /// has finished. Throws InvalidArgument naming the variable when there is none of that name or
+  /// `value` has another dtype or shape, or lives in a device's memory.
+  void set_variable(const std::string& name, const ir::Tensor& value) const;
+
+  /// Runs with inputs in user_inputs() order. Checks each input's kind, dtype, rank and dims
   /// against the declared type (symbolic dims must agree across inputs); throws
   /// InvalidArgument naming the input. An input tensor in a device's memory (Device::owns)
   /// starts there: a partition on that device reads it in place, and it is copied only where
   /// something reads it elsewhere. Returns outputs in graph-output order, in host memory, or
-  /// in the memory of `control->output_device`.
+  /// in the memory of `control->output_device`, in user_outputs() order (`control`'s
+  /// output_buffers are indexed alike).
   /// `control` (optional) sets a deadline and a cancellation flag: the run throws Cancelled.
+  /// Variables: the run reads the state current when it starts and, when it succeeds, commits
+  /// every assign at once (a failed run commits nothing); runs of a graph that assigns
+  /// variables run one at a time, so the state is always that of some sequence of whole runs.
   std::vector<ir::Datum> run(std::vector<ir::Datum> inputs, RunStats* stats = nullptr,
                              runtime::Profiler* profiler = nullptr,
                              const RunControl* control = nullptr) const;
-  /// Same, inputs by name (every graph input must be given; unknown names are errors).
+  /// Same, inputs by name (every user input must be given; unknown names and variables' names
+  /// are errors).
   std::vector<ir::Datum> run(const std::map<std::string, ir::Datum>& inputs,
                              RunStats* stats = nullptr, runtime::Profiler* profiler = nullptr,
                              const RunControl* control = nullptr) const;
@@ -112,6 +135,13 @@ class Executable {
 
  private:
   using PoolSet = std::vector<std::shared_ptr<runtime::HostPool>>;
+  // Runs the plan with every graph input (variables included); returns every graph output,
+  // the assigns' in host memory. `control`'s output_buffers are indexed by graph output.
+  std::vector<ir::Datum> run_graph(std::vector<ir::Datum> inputs, RunStats* stats,
+                                   runtime::Profiler* profiler, const RunControl* control) const;
+  std::vector<ir::Datum> run_with_variables(std::vector<ir::Datum> inputs, RunStats* stats,
+                                            runtime::Profiler* profiler,
+                                            const RunControl* control) const;
   std::string check_inputs(const std::vector<ir::Datum>& inputs) const;
   PoolSet acquire_pools(const std::string& signature, bool* hit) const;
   void release_pools(const std::string& signature, PoolSet pools) const;
@@ -122,6 +152,22 @@ class Executable {
   RuntimeOptions options_;
   int num_threads_ = 1;
   std::map<const ir::Value*, int> value_ids_;
+
+  // Variables: each one's graph input and assign (graph output index, -1: none).
+  struct VariableSlot {
+    std::string name;
+    size_t input = 0;
+    int output = -1;
+    ir::DType dtype = ir::DType::Undefined;
+    std::vector<int64_t> shape;
+  };
+  std::vector<VariableSlot> variable_slots_;
+  std::vector<const ir::Value*> user_inputs_, user_outputs_;
+  std::vector<char> assign_output_;  // per graph output: 1 when it is a variable's assign
+  bool assigns_ = false;             // some variable is assigned: runs are serialized
+  mutable std::mutex run_mutex_;     // held by each assigning run and by set_variable
+  mutable std::mutex state_mutex_;   // guards state_ (held only to read or swap the pointer)
+  mutable std::shared_ptr<const VariableValues> state_;
 
   // Per shape signature: idle pool sets (one pool per device), most recently used first.
   struct CacheEntry {

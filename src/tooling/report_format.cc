@@ -181,7 +181,8 @@ Json report_json(const PlacementReport& report) {
     edges.push_back({{"from", edge.from_node},
                      {"to", edge.to_node},
                      {"value", edge.value},
-                     {"copy", edge.copy}});
+                     {"copy", edge.copy},
+                     {"control", edge.control}});
   }
   doc["edges"] = std::move(edges);
   return doc;
@@ -486,6 +487,19 @@ std::string format_text(const PlacementReport& report) {
     }
     out += format_table(rows, "  ", {false, false, false, true});
   }
+
+  // Control dependencies: each orders a node after another without moving data.
+  std::map<std::string, int> partition_of;
+  for (const NodeDecision& node : report.nodes) partition_of[node.node] = node.partition;
+  rows = {{"node", "runs after", "partitions", "data"}};
+  for (const EdgeInfo& edge : report.edges) {
+    if (!edge.control) continue;
+    rows.push_back({edge.to_node, edge.from_node,
+                    partition_label(partition_of[edge.from_node], "-") + " → " +
+                        partition_label(partition_of[edge.to_node], "-"),
+                    "none (control)"});
+  }
+  if (rows.size() > 1) out += "\ncontrol dependencies\n" + format_table(rows, "  ", {});
   return out;
 }
 
@@ -525,7 +539,10 @@ std::string format_dot(const PlacementReport& report) {
   }
   for (const EdgeInfo& edge : report.edges) {
     out += fmt::format("  {} -> {}", dot_quote(edge.from_node), dot_quote(edge.to_node));
-    if (edge.copy) {
+    if (edge.control) {
+      // A control dependency: an ordering edge, no data.
+      out += " [style=dotted, arrowhead=empty, color=\"#7f8c8d\", label=\"control\"]";
+    } else if (edge.copy) {
       out += fmt::format(" [style=dashed, color=\"#c0392b\", fontcolor=\"#c0392b\", label={}]",
                          dot_quote(edge.value));
     }

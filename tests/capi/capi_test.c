@@ -1,5 +1,6 @@
 /* The C API (include/switchyard/c_api.h) from a C99 program: a loaded model and a graph built
- * through sy_builder_op, compiled with options, run and checked against a plain C reference;
+ * through sy_builder_op (and one with a variable and a control dependency), compiled with
+ * options, run and checked against a plain C reference;
  * explain, .syx and ONNX save/load; error paths with their status and message; everything
  * freed (run under valgrind to check leaks). */
 #include "switchyard/c_api.h"
@@ -182,6 +183,81 @@ static void test_built_graph(const char* folder) {
   remove(syx_path);
 }
 
+/* acc += x through an assign, y = relu(x) ordered after it; the variable read, written, saved
+ * and loaded through the C API, against a plain C reference. */
+static void test_state(const char* folder) {
+  sy_builder* b = NULL;
+  OK(sy_builder_new("state", &b));
+  int64_t three[] = {3};
+  float initial[3] = {1.0f, -2.0f, 0.5f};
+  sy_tensor init = {SY_DTYPE_FLOAT32, 1, three, initial, NULL, NULL};
+  sy_value x, acc, sum, assigned, y, ordered;
+  OK(sy_builder_placeholder(b, "x", SY_DTYPE_FLOAT32, three, NULL, 1, &x));
+  OK(sy_builder_variable(b, "acc", &init, &acc));
+  sy_value add_in[] = {acc, x};
+  OK(sy_builder_op(b, "Add", NULL, add_in, 2, NULL, 0, 1, &sum));
+  OK(sy_builder_assign(b, acc, sum, &assigned));
+  OK(sy_builder_op(b, "Relu", NULL, &x, 1, NULL, 0, 1, &y));
+  OK(sy_builder_control_dependency(b, &y, 1, &assigned, 1, &ordered));
+  CHECK(sy_builder_assign(b, x, sum, NULL) == SY_INVALID_ARGUMENT); /* x is no variable */
+  CHECK(contains(sy_last_error_message(), "'x' is not a variable"));
+  const char* names[] = {"y"};
+  OK(sy_builder_outputs(b, names, &ordered, 1));
+  sy_model* model = NULL;
+  OK(sy_builder_build(b, &model));
+  sy_builder_free(b);
+  sy_executable* exe = NULL;
+  const char* options[] = {"sim_devices=1", "device=sim:0", "pin=*=sim:0"};
+  OK(sy_model_compile(model, options, 3, &exe));
+  sy_model_free(model);
+
+  float xv[3], expected[3];
+  fill_random(xv, 3, 11);
+  for (int i = 0; i < 3; ++i) expected[i] = initial[i];
+  const char* in_names[] = {"x"};
+  sy_tensor in = {SY_DTYPE_FLOAT32, 1, three, xv, NULL, NULL};
+  for (int run = 0; run < 2; ++run) {
+    sy_tensor* outputs = NULL;
+    size_t n_outputs = 0;
+    OK(sy_executable_run(exe, in_names, &in, 1, &outputs, &n_outputs));
+    CHECK(n_outputs == 1); /* the assign is no output */
+    for (int i = 0; i < 3; ++i)
+      CHECK(((const float*)outputs[0].data)[i] == (xv[i] > 0 ? xv[i] : 0.0f));
+    sy_tensor_free(outputs, n_outputs);
+    for (int i = 0; i < 3; ++i) expected[i] += xv[i];
+  }
+  sy_tensor* value = NULL;
+  OK(sy_executable_variable(exe, "acc", &value));
+  CHECK(value->rank == 1 && value->shape[0] == 3 && strcmp(value->name, "acc") == 0);
+  for (int i = 0; i < 3; ++i) CHECK(fabsf(((const float*)value->data)[i] - expected[i]) < 1e-6f);
+  sy_tensor_free(value, 1);
+
+  float reset[3] = {10.0f, 20.0f, 30.0f};
+  sy_tensor fresh = {SY_DTYPE_FLOAT32, 1, three, reset, NULL, NULL};
+  OK(sy_executable_set_variable(exe, "acc", &fresh));
+  char syx_path[512];
+  snprintf(syx_path, sizeof syx_path, "%s/state.syx", folder);
+  OK(sy_executable_save(exe, syx_path));
+  sy_executable_free(exe);
+  exe = NULL;
+  const char* load_options[] = {"sim_devices=1"};
+  OK(sy_executable_load(syx_path, load_options, 1, &exe));
+  value = NULL;
+  OK(sy_executable_variable(exe, "acc", &value));
+  for (int i = 0; i < 3; ++i) CHECK(((const float*)value->data)[i] == reset[i]);
+  sy_tensor_free(value, 1);
+
+  value = NULL;
+  CHECK(sy_executable_variable(exe, "nope", &value) == SY_INVALID_ARGUMENT);
+  CHECK(contains(sy_last_error_message(), "'nope'") && value == NULL);
+  int64_t two[] = {2};
+  sy_tensor wrong = {SY_DTYPE_FLOAT32, 1, two, reset, NULL, NULL};
+  CHECK(sy_executable_set_variable(exe, "acc", &wrong) == SY_INVALID_ARGUMENT);
+  CHECK(contains(sy_last_error_message(), "acc"));
+  sy_executable_free(exe);
+  remove(syx_path);
+}
+
 static void test_errors(void) {
   float w[12];
   fill_random(w, 12, 4);
@@ -256,6 +332,7 @@ int main(void) {
   }
   test_loaded_model();
   test_built_graph(folder);
+  test_state(folder);
   test_errors();
   rmdir(folder);
   if (failures > 0) {

@@ -64,7 +64,7 @@ TEST(OpTraits, EveryEntryIsAnOpWithASchema) {
     EXPECT_TRUE(seen.insert(k).second) << op_of(k) << " has two rows";
     EXPECT_TRUE(ops::traits(k).any()) << op_of(k) << " has a row without a trait";
     EXPECT_NE(ops::schemas().find(k), nullptr) << op_of(k) << " has traits but no schema";
-    EXPECT_EQ(ops::find_op_kind(op_of(k)), k);
+    EXPECT_EQ(ops::find_op_kind(op_of(k), ops::op_domain(k)), k);
   }
   // Ops without a row have no trait.
   for (int i = 0; i < ops::kNumOpKinds; ++i)
@@ -82,6 +82,8 @@ TEST(OpTraits, LookupIsDomainAware) {
   EXPECT_FALSE(ops::traits("Relu", "com.example").any());
   EXPECT_FALSE(ops::traits("NoSuchOp").any());
   EXPECT_FALSE(ops::traits("Conv").any());
+  EXPECT_EQ(ops::traits("Depend", "ai.switchyard").first_ordering_input, 1);
+  EXPECT_FALSE(ops::traits("Depend").any());  // not an op of the default domain
   ir::Graph g;
   ir::Node* custom = g.add_node("Relu", "custom", {}, {"y"}, "com.example");
   EXPECT_FALSE(ops::traits(*custom).any());
@@ -162,6 +164,25 @@ TEST(OpTraits, ReadsOnlyShapeGivesAStaticShapeValue) {
     Type y = infer_type(op_of(k), {Type::tensor(DType::Float32, s)});
     EXPECT_TRUE(ir::is_shape_like(y)) << op_of(k) << ": " << y.to_string();
     EXPECT_EQ(y.dtype, DType::Int64) << op_of(k);
+  }
+}
+
+// An op with ordering inputs passes input 0 through: its output is typed as input 0 whatever the
+// ordering inputs are, and the op reads no more than input 0 (its kernel aliases it).
+TEST(OpTraits, OrderingInputsDoNotChangeTheResult) {
+  for (OpKind k : ops::kinds_with_traits()) {
+    const ops::OpTraits& t = ops::traits(k);
+    if (t.first_ordering_input < 0) continue;
+    EXPECT_EQ(t.first_ordering_input, 1) << op_of(k);
+    EXPECT_FALSE(t.is_ordering_input(0)) << op_of(k);
+    EXPECT_TRUE(t.is_ordering_input(1)) << op_of(k);
+    ir::Graph g;
+    ir::Value* x = g.add_input("x", Type::tensor(DType::Float32, Shape{sym("N"), 3}));
+    ir::Value* a = g.add_input("a", Type::tensor(DType::Int64, Shape{7}));
+    ir::Value* b = g.add_input("b", Type::tensor(DType::Bool, Shape{}));
+    ir::Node* n = g.add_node(op_of(k), "n", {x, a, b}, {"y"}, std::string(ops::op_domain(k)));
+    ops::infer_node(*n);
+    EXPECT_EQ(n->output(0)->type().to_string(), "float[N,3]") << op_of(k);
   }
 }
 

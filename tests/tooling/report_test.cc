@@ -215,8 +215,11 @@ TEST(PlacementReportTest, JsonFollowsTheDocumentedSchema) {
   EXPECT_TRUE(doc["copies"][3]["to_partition"].is_null());
 
   ASSERT_EQ(doc["edges"].size(), 6u);
-  EXPECT_EQ(doc["edges"][1],
-            json({{"from", "relu1"}, {"to", "nms_a"}, {"value", "relu1_out"}, {"copy", true}}));
+  EXPECT_EQ(doc["edges"][1], json({{"from", "relu1"},
+                                   {"to", "nms_a"},
+                                   {"value", "relu1_out"},
+                                   {"copy", true},
+                                   {"control", false}}));
 }
 
 TEST(PlacementReportTest, DotHasOneClusterPerPartitionAndDashedCopyEdges) {

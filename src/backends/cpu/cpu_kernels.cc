@@ -22,6 +22,7 @@ const runtime::KernelRegistry& cpu_kernels() {
     register_sequence_kernels(r);
     register_control_flow_kernels(r);
     register_stencil_kernels(r);
+    register_depend_kernels(r);
     return r;
   }();
   return registry;

@@ -26,5 +26,6 @@ void register_strings_kernels(runtime::KernelRegistry& r);
 void register_sequence_kernels(runtime::KernelRegistry& r);
 void register_control_flow_kernels(runtime::KernelRegistry& r);
 void register_stencil_kernels(runtime::KernelRegistry& r);
+void register_depend_kernels(runtime::KernelRegistry& r);
 
 }  // namespace switchyard::cpu

@@ -1,6 +1,7 @@
 // CUDA kernels of the shape and data-movement family: views that alias their input (Reshape,
-// Flatten, Squeeze, Unsqueeze, Identity, inference Dropout), Shape, Size, Transpose, Concat,
-// Split, Slice, Pad, Tile, ConstantOfShape, Range, Trilu, DepthToSpace, SpaceToDepth, EyeLike
+// Flatten, Squeeze, Unsqueeze, Identity, ai.switchyard's Depend, inference Dropout), Shape, Size,
+// Transpose, Concat, Split, Slice, Pad, Tile, ConstantOfShape, Range, Trilu, DepthToSpace,
+// SpaceToDepth, EyeLike
 // (gathers and scatters: gather_scatter.cc; Resize: resize.cc). The host side mirrors the CPU
 // kernels (src/backends/cpu/kernels/shape*.cc, normalization.cc's Dropout): same attributes,
 // shape rules and messages. Shape-like inputs are host inputs. Device code: data.cu.
@@ -608,6 +609,13 @@ void register_data_kernels(runtime::KernelRegistry& r) {
     const ir::Value* v = n.input(0);
     if (v && !v->type().is_tensor() && v->type().kind != ir::Type::Kind::Unknown)
       return Support::no("the CUDA Identity kernel passes tensors only");
+    return Support::yes();
+  }));
+  // Depend (ai.switchyard) passes input 0 on as Identity does; its ordering inputs are not read.
+  r.add(def<IdentityKernel>(OpKind::Depend, plain, {}, [](const ir::Node& n) {
+    const ir::Value* v = n.input(0);
+    if (v && !v->type().is_tensor() && v->type().kind != ir::Type::Kind::Unknown)
+      return Support::no("the CUDA Depend kernel passes tensors only");
     return Support::yes();
   }));
   r.add(def<ReshapeKernel>(OpKind::Reshape, plain, {1}));
