@@ -485,12 +485,18 @@ std::unique_ptr<ir::Graph> import_model_from_bytes(const void* data, size_t size
 
 std::unique_ptr<ir::Graph> import_model(const std::string& path, ModelInfo* info,
                                         const ImportOptions& options) {
-  std::string bytes = detail::read_file(path, fmt::format("model '{}'", path));
+  const std::string what = fmt::format("model '{}'", path);
+  // Parsed from the file in chunks: its bytes and the parsed model are never both in memory
+  // (a model's peak memory would otherwise be twice its weights).
+  uint64_t hash = 0;
+  onnx::ModelProto model;
+  const int limit =
+      recursion_limit_for(std::clamp(options.max_subgraph_depth, 0, kHardestSubgraphDepth));
+  SY_CHECK(detail::parse_proto_file(model, path, what, limit, &hash), InvalidModel,
+           "{}: not a valid ONNX model: the protobuf data is truncated, corrupt, larger than 2 "
+           "GiB, or nested more than {} levels deep",
+           what, limit);
   return naming_the_model(path, [&] {
-    onnx::ModelProto model;
-    parse_model(model, bytes.data(), bytes.size(), options);
-    uint64_t hash = XXH3_64bits(bytes.data(), bytes.size());
-    std::string().swap(bytes);  // the parsed model holds its own copy
     auto graph = import_parsed(model, detail::parent_folder(path), info, options);
     if (info) info->file_hash = hash;
     return graph;

@@ -43,6 +43,14 @@ bool parse_proto(google::protobuf::MessageLite& message, const void* data, size_
 /// Reads a whole regular file. Throws InvalidArgument naming `what` (e.g. "model 'x.onnx'").
 std::string read_file(const std::string& path, const std::string& what);
 
+/// Parses `message` straight from the regular file at `path`, read in chunks (the file's bytes
+/// are never all in memory beside the parsed message), and stores the XXH3-64 hash of the
+/// file's bytes in `*hash`. Returns false when they are not one complete, valid message (a
+/// file over 2 GiB included); throws InvalidArgument naming `what` when the file cannot be
+/// opened or read.
+bool parse_proto_file(google::protobuf::MessageLite& message, const std::string& path,
+                      const std::string& what, int recursion_limit, uint64_t* hash);
+
 /// The folder that holds `path` ("." for a bare file name).
 std::string parent_folder(const std::string& path);
 

@@ -11,7 +11,9 @@
 #include <filesystem>
 
 #include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <onnx/onnx-data_pb.h>
+#include <xxhash.h>
 
 #include "onnx/import.h"
 #include "onnx/proto_convert.h"
@@ -58,6 +60,84 @@ std::string read_file(const std::string& path, const std::string& what) {
   }
   ::close(fd);
   return bytes;
+}
+
+namespace {
+
+// A file descriptor read in chunks for protobuf, hashing every byte it hands out. A read error
+// is kept, so the caller reports it instead of "not a valid model".
+class HashingFileStream final : public google::protobuf::io::CopyingInputStream {
+ public:
+  explicit HashingFileStream(int fd) : fd_(fd), state_(XXH3_createState()) {
+    SY_CHECK(state_ != nullptr, OutOfMemory, "cannot allocate a hash state");
+    XXH3_64bits_reset(state_);
+  }
+  ~HashingFileStream() override { XXH3_freeState(state_); }
+  HashingFileStream(const HashingFileStream&) = delete;
+  HashingFileStream& operator=(const HashingFileStream&) = delete;
+
+  int Read(void* buffer, int size) override {
+    for (;;) {
+      ssize_t n = ::read(fd_, buffer, static_cast<size_t>(size));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        error_ = errno;
+        return -1;
+      }
+      if (n > 0) XXH3_64bits_update(state_, buffer, static_cast<size_t>(n));
+      total_ += static_cast<uint64_t>(n);
+      return static_cast<int>(n);
+    }
+  }
+
+  uint64_t digest() const { return XXH3_64bits_digest(state_); }
+  uint64_t total() const { return total_; }
+  int error() const { return error_; }
+
+ private:
+  int fd_;
+  XXH3_state_t* state_;
+  uint64_t total_ = 0;
+  int error_ = 0;
+};
+
+}  // namespace
+
+bool parse_proto_file(google::protobuf::MessageLite& message, const std::string& path,
+                      const std::string& what, int recursion_limit, uint64_t* hash) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  SY_CHECK(fd >= 0, InvalidArgument, "{}: cannot open: {}", what, std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    SY_THROW(InvalidArgument, "{}: not a regular file", what);
+  }
+  if (st.st_size > static_cast<off_t>(INT_MAX)) {
+    ::close(fd);
+    return false;
+  }
+  bool ok = false;
+  int error = 0;
+  uint64_t total = 0;
+  try {
+    HashingFileStream file(fd);
+    {
+      google::protobuf::io::CopyingInputStreamAdaptor stream(&file, 1 << 20);
+      google::protobuf::io::CodedInputStream in(&stream);
+      in.SetRecursionLimit(recursion_limit);
+      ok = message.ParseFromCodedStream(&in) && in.ConsumedEntireMessage();
+    }
+    error = file.error();
+    total = file.total();
+    if (hash) *hash = file.digest();
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+  SY_CHECK(error == 0, InvalidArgument, "{}: read {} of {} bytes: {}", what, total, st.st_size,
+           std::strerror(error));
+  return ok;
 }
 
 std::string parent_folder(const std::string& path) {
