@@ -3,7 +3,6 @@
 
 #include "onnx/import.h"
 
-#include <xxhash.h>
 
 #include <algorithm>
 #include <new>
