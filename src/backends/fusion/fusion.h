@@ -10,6 +10,7 @@
 //   MatMul: optional input 2 = bias (1-D, length N), attribute "_sy_alpha" (float, default 1):
 //       Y = act(alpha * (A @ B) + bias).
 //   Gemm: "_sy_activation" only (C already is its bias).
+//   BatchNormalization (inference): "_sy_activation" "Relu" only.
 //
 // Placement decided where each node of the user's graph runs; fusion happens later, inside one
 // partition, so pins and strict failures always name the user's nodes. Each pass returns the
@@ -43,6 +44,9 @@ std::vector<runtime::FusionGroup> fuse_conv_epilogues(
 /// MatMul → Div | Mul(scalar) → Add(bias) → Relu | Gelu, Gemm → Relu | Gelu
 /// (fusion/matmul_epilogue.cc).
 std::vector<runtime::FusionGroup> fuse_matmul_epilogues(ir::Graph& graph);
+/// Inference BatchNormalization -> Relu becomes one BatchNormalization with "_sy_activation"
+/// "Relu" (fusion/norm_epilogue.cc; the cpu's kernel applies it in the same pass).
+std::vector<runtime::FusionGroup> fuse_norm_activation(ir::Graph& graph);
 /// The erf and tanh forms of GELU that exporters emit below opset 20 become one Gelu node
 /// (approximate "none" / "tanh") (fusion/gelu.cc).
 std::vector<runtime::FusionGroup> fuse_gelu(ir::Graph& graph);

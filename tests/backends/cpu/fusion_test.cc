@@ -211,6 +211,67 @@ TEST(CpuFusion, NaNStaysNaNThroughFusedActivations) {
   }
 }
 
+// fuse_norm_activation: an inference BatchNormalization -> Relu runs as one node, in NCHW (a
+// 3-D input, outside any channels-last region) and inside a channels-last region (after a Conv),
+// NaN kept; and where it must not fire: the normalized value read twice, or a graph output.
+TEST(CpuFusion, BatchNormReluBecomesOneNode) {
+  auto add_bn = [](ir::Graph& g, ir::Value* x, int64_t c, const std::string& name) {
+    std::vector<ir::Value*> in = {x};
+    for (const char* part : {"_scale", "_bias", "_mean"})
+      in.push_back(g.add_constant(name + part, random_tensor(DType::Float32, {c}, 81)));
+    in.push_back(g.add_constant(name + "_var", random_tensor(DType::Float32, {c}, 82, 0.5, 2)));
+    return g.add_node("BatchNormalization", name, in, {name + "_y"})->output(0);
+  };
+  for (int shape_case = 0; shape_case < 2; ++shape_case) {
+    ir::Graph g("bn");
+    const std::vector<int64_t> dims =
+        shape_case == 0 ? std::vector<int64_t>{2, 6, 11} : std::vector<int64_t>{1, 6, 7, 7};
+    ir::Value* x = g.add_input("x", tensor_type(DType::Float32, dims));
+    ir::Value* in = x;
+    if (shape_case == 1) {  // a Conv first: the BN and its ReLU run channels-last
+      ir::Value* w = g.add_constant("w", random_tensor(DType::Float32, {6, 6, 3, 3}, 83));
+      ir::Node* conv = g.add_node("Conv", "conv", {x, w}, {"c"});
+      conv->set_attribute(ir::Attribute::make_ints("pads", {1, 1, 1, 1}));
+      in = conv->output(0);
+    }
+    ir::Value* bn = add_bn(g, in, 6, "bn");
+    ir::Value* y = g.add_node("Relu", "relu", {bn}, {"y"})->output(0);
+    if (shape_case == 1) {
+      ir::Value* w2 = g.add_constant("w2", random_tensor(DType::Float32, {4, 6, 1, 1}, 84));
+      y = g.add_node("Conv", "conv2", {y, w2}, {"y2"})->output(0);
+    }
+    g.add_output(y);
+    ir::Tensor xt = random_tensor(DType::Float32, dims, 85);
+    xt.data<float>()[3] = std::numeric_limits<float>::quiet_NaN();
+    Outcome o = run_both(g, {xt});
+    bool found = false;
+    for (const auto& group : o.groups)
+      found = found || group.members == std::vector<std::string>{"bn", "relu"};
+    EXPECT_TRUE(found) << "case " << shape_case;
+    expect_close(o);
+    if (shape_case == 0) {
+      EXPECT_TRUE(std::isnan(o.fused[0].tensor.data<float>()[3]));
+    }
+  }
+  // Must not fire: the BN's value has a second reader, or is itself a graph output.
+  for (int variant = 0; variant < 2; ++variant) {
+    ir::Graph g("bn_no");
+    ir::Value* x = g.add_input("x", tensor_type(DType::Float32, {2, 6, 11}));
+    ir::Value* bn = add_bn(g, x, 6, "bn");
+    ir::Value* y = g.add_node("Relu", "relu", {bn}, {"y"})->output(0);
+    g.add_output(y);
+    if (variant == 0) {
+      g.add_output(g.add_node("Neg", "neg", {bn}, {"z"})->output(0));
+    } else {
+      g.add_output(bn);
+    }
+    Outcome o = run_both(g, {random_tensor(DType::Float32, {2, 6, 11}, 86)});
+    for (const auto& group : o.groups)
+      EXPECT_NE(group.members, (std::vector<std::string>{"bn", "relu"})) << "variant " << variant;
+    expect_close(o);
+  }
+}
+
 // Channels-last regions (apply_channels_last): convolutions, pools and elementwise nodes between
 // them run on NHWC data inside the cpu partition; the outputs must equal the NCHW graph's,
 // including a MaxPool over NaN (its NaN-exact loop runs on transposed copies), an inference

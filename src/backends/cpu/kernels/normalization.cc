@@ -3,6 +3,7 @@
 // Dropout (Softmax/LogSoftmax/Hardmax are in normalization_softmax.cc). Statistics accumulate in
 // float, or double for double inputs (LayerNormalization: also for stash_type double).
 #include "backends/cpu/kernels/normalization_internal.h"
+#include "backends/fusion/fusion.h"
 
 namespace switchyard::cpu {
 
@@ -48,16 +49,27 @@ void store_values(const runtime::KernelContext& ctx, ir::Tensor& t, const std::v
   });
 }
 
+// ReLU as ONNX defines it: NaN stays NaN (a compare, not std::max, so the loop vectorizes).
+template <typename C>
+inline C relu_keep_nan(C v) {
+  return v < C(0) ? C(0) : v;
+}
+
 class BatchNormKernel : public runtime::Kernel {
  public:
   explicit BatchNormKernel(const runtime::KernelInit& init)
       : epsilon_(init.node.attr_float("epsilon", 1e-5f)),
         momentum_(init.node.attr_float("momentum", 0.9f)),
         training_(init.node.attr_int("training_mode", 0) != 0),
-        nhwc_(init.node.attr_string("_sy_layout", "") == "NHWC") {
+        nhwc_(init.node.attr_string("_sy_layout", "") == "NHWC"),
+        relu_(init.node.attr_string(backends::kFusedActivationAttr, "") == "Relu") {
     SY_CHECK(!nhwc_ || !training_, Internal,
              "{}: a channels-last BatchNormalization runs in inference mode only",
              init.node.describe());
+    const std::string act = init.node.attr_string(backends::kFusedActivationAttr, "");
+    SY_CHECK(act.empty() || (relu_ && !training_), Internal,
+             "{}: a fused BatchNormalization takes only Relu, in inference mode (got '{}')",
+             init.node.describe(), act);
   }
 
   void run(runtime::KernelContext& ctx) const override {
@@ -110,16 +122,24 @@ class BatchNormKernel : public runtime::Kernel {
         mul[ch] = sc[ch] / std::sqrt(var[ch] + static_cast<C>(epsilon_));
         add[ch] = bs[ch] - mean[ch] * mul[ch];
       }
+      const bool relu = relu_;
       if (nhwc_) {
         parallel_for(n * spatial, std::max<int64_t>(1, 16384 / std::max<int64_t>(c, 1)),
                      ctx.num_threads(), [&](int64_t b, int64_t e) {
                        for (int64_t pixel = b; pixel < e; ++pixel) {
                          const T* p = in + pixel * c;
                          T* q = out + pixel * c;
+                         const C* m = mul.data();
+                         const C* a = add.data();
+                         if (relu) {
 #pragma omp simd
-                         for (int64_t ch = 0; ch < c; ++ch)
-                           q[ch] = convert<T>(convert<C>(p[ch]) * mul[static_cast<size_t>(ch)] +
-                                              add[static_cast<size_t>(ch)]);
+                           for (int64_t ch = 0; ch < c; ++ch)
+                             q[ch] = convert<T>(relu_keep_nan(convert<C>(p[ch]) * m[ch] + a[ch]));
+                         } else {
+#pragma omp simd
+                           for (int64_t ch = 0; ch < c; ++ch)
+                             q[ch] = convert<T>(convert<C>(p[ch]) * m[ch] + a[ch]);
+                         }
                        }
                      });
         return;
@@ -130,9 +150,16 @@ class BatchNormKernel : public runtime::Kernel {
                        size_t ch = static_cast<size_t>(plane % c);
                        const T* p = in + plane * spatial;
                        T* q = out + plane * spatial;
+                       const C m = mul[ch], a = add[ch];
+                       if (relu) {
 #pragma omp simd
-                       for (int64_t s = 0; s < spatial; ++s)
-                         q[s] = convert<T>(convert<C>(p[s]) * mul[ch] + add[ch]);
+                         for (int64_t s = 0; s < spatial; ++s)
+                           q[s] = convert<T>(relu_keep_nan(convert<C>(p[s]) * m + a));
+                       } else {
+#pragma omp simd
+                         for (int64_t s = 0; s < spatial; ++s)
+                           q[s] = convert<T>(convert<C>(p[s]) * m + a);
+                       }
                      }
                    });
       if (training_ && ctx.num_outputs() > 1) {
@@ -155,8 +182,9 @@ class BatchNormKernel : public runtime::Kernel {
  private:
   float epsilon_;
   float momentum_;
-  bool nhwc_;  // fusion.h: "_sy_layout" NHWC (inference only): X and Y are stored [N, H, W, C]
   bool training_;
+  bool nhwc_;  // fusion.h: "_sy_layout" NHWC (inference only): X and Y are stored [N, H, W, C]
+  bool relu_;  // fusion.h: "_sy_activation" Relu (inference only), applied in the same pass
 };
 
 // Normalizes `groups` contiguous blocks of `block` values each: block g uses its own mean and
