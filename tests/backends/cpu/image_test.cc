@@ -253,6 +253,42 @@ TEST(ResizeKernel, AllModesAndTransforms4d) {
     }
 }
 
+// 4-D images whose last axis is not resized (a channels-last image [N, H, W, C], or NCHW
+// resized over C and H) take the row walk: whole last-axis rows copied (nearest) or, for
+// linear and cubic, the separable two-pass path; with taps outside (tf_crop_and_resize) or
+// antialias and exclude_outside weights too, in float and double.
+TEST(ResizeKernel, LastAxisNotResized) {
+  for (std::string mode : {"nearest", "linear", "cubic"})
+    for (std::string ctm : {"half_pixel", "align_corners", "asymmetric", "tf_crop_and_resize"})
+      for (std::vector<float> scales :
+           {std::vector<float>{1, 2.5f, 1.7f, 1}, std::vector<float>{1, 0.5f, 3.0f, 1},
+            std::vector<float>{1, 1.5f, 1, 1}}) {
+        ResizeCase c;
+        c.ref.mode = mode;
+        c.ref.ctm = ctm;
+        c.shape = {2, 5, 4, 19};
+        c.scales = scales;
+        if (ctm == "tf_crop_and_resize") {
+          c.ref.extrapolation = -3;
+          c.roi = {0, 0.1f, -0.2f, 0, 1, 0.9f, 1.3f, 1};
+        }
+        check_resize(c, DType::Float32, 1e-5);
+        if (mode == "cubic") check_resize(c, DType::Float64, 1e-9);
+      }
+  ResizeCase aa;
+  aa.ref.mode = "linear";
+  aa.ref.antialias = 1;
+  aa.shape = {1, 12, 9, 5};
+  aa.scales = {1, 0.4f, 0.5f, 1};
+  check_resize(aa, DType::Float32, 1e-5);
+  ResizeCase ex;
+  ex.ref.mode = "cubic";
+  ex.ref.exclude_outside = 1;
+  ex.shape = {1, 6, 7, 3};
+  ex.scales = {1, 1.6f, 0.6f, 1};
+  check_resize(ex, DType::Float32, 1e-5);
+}
+
 TEST(ResizeKernel, NearestModesAndCubicOptions) {
   for (std::string nm : {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"}) {
     ResizeCase c;

@@ -281,12 +281,81 @@ class ResizeKernel final : public runtime::Kernel {
     return true;
   }
 
+  // Linear and cubic taps on a channels-last image whose C is not resized and no tap falls
+  // outside: separable, as the ONNX reference computes it (interpolate along W, then along H).
+  // Pass 1 interpolates every input row the H taps read along W into ow * C values; pass 2
+  // weighs those rows into each output row, contiguous multiply-adds over ow * C. Taps of
+  // weight 0 are skipped, as in the general walk (so a NaN they would multiply stays out).
+  template <typename T>
+  void separable_channels_last(const T* x, T* y, const std::vector<int64_t>& out_shape,
+                               const std::vector<int64_t>& n_offset,
+                               const std::vector<double>& n_weight, const AxisTaps& ty,
+                               const AxisTaps& tx, int threads) const {
+    using C = compute_t<T>;
+    const int64_t oh = out_shape[1], ow = out_shape[2], c = out_shape[3];
+    const int64_t wy = ty.width, wx = tx.width;
+    const int64_t span = ow * c;
+    // The input rows (as offsets) the H taps read, each with its slot in the row buffer.
+    std::vector<int64_t> rows(ty.offset.begin(), ty.offset.end());
+    std::sort(rows.begin(), rows.end());
+    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+    std::vector<int64_t> tap_slot(ty.offset.size());
+    for (size_t i = 0; i < ty.offset.size(); ++i)
+      tap_slot[i] = std::lower_bound(rows.begin(), rows.end(), ty.offset[i]) - rows.begin();
+    const int64_t nrows = static_cast<int64_t>(rows.size());
+    std::vector<C> horizontal(static_cast<size_t>(nrows * span));
+    for (int64_t n = 0; n < out_shape[0]; ++n) {
+      const T* image = x + n_offset[static_cast<size_t>(n)];
+      const double w_n = n_weight[static_cast<size_t>(n)];
+      parallel_for(nrows, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, span * wx)), threads,
+                   [&](int64_t begin, int64_t end) {
+                     for (int64_t r = begin; r < end; ++r) {
+                       C* out = horizontal.data() + r * span;
+                       const T* in_row = image + rows[static_cast<size_t>(r)];
+                       for (int64_t ox = 0; ox < ow; ++ox) {
+                         C* px = out + ox * c;
+                         for (int64_t ch = 0; ch < c; ++ch) px[ch] = C(0);
+                         for (int64_t kx = 0; kx < wx; ++kx) {
+                           const size_t sx = static_cast<size_t>(ox * wx + kx);
+                           const C w = static_cast<C>(tx.weight[sx]);
+                           if (w == C(0)) continue;
+                           const T* src = in_row + tx.offset[sx];
+#pragma omp simd
+                           for (int64_t ch = 0; ch < c; ++ch) px[ch] += w * convert<C>(src[ch]);
+                         }
+                       }
+                     }
+                   });
+      T* image_out = y + n * oh * span;
+      parallel_for(oh, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, span * wy)), threads,
+                   [&](int64_t begin, int64_t end) {
+                     std::vector<C> acc(static_cast<size_t>(span));
+                     for (int64_t oy = begin; oy < end; ++oy) {
+                       C* a = acc.data();
+                       std::fill(acc.begin(), acc.end(), C(0));
+                       for (int64_t ky = 0; ky < wy; ++ky) {
+                         const size_t sy = static_cast<size_t>(oy * wy + ky);
+                         const C w = static_cast<C>(w_n * ty.weight[sy]);
+                         if (w == C(0)) continue;
+                         const C* src = horizontal.data() + tap_slot[sy] * span;
+#pragma omp simd
+                         for (int64_t i = 0; i < span; ++i) a[i] += w * src[i];
+                       }
+                       T* out = image_out + oy * span;
+#pragma omp simd
+                       for (int64_t i = 0; i < span; ++i) out[i] = convert<T>(a[i]);
+                     }
+                   });
+    }
+  }
+
   // A channels-last image [N, H, W, C] resized over H and W (N and C one tap each, none
   // outside): each output pixel is a weighted sum of input pixels, C values at a time, with
   // the general walk's taps, weights and summation order per element (so the same bits).
   template <typename T>
   bool fill_channels_last(const T* x, T* y, const std::vector<int64_t>& out_shape,
-                          const std::vector<AxisTaps>& taps, int threads) const {
+                          const std::vector<AxisTaps>& taps, int threads,
+                          bool only_identity_c) const {
     if (out_shape.size() != 4) return false;
     // N and C must read one tap per output index (as fill_planes' leading axes).
     std::vector<int64_t> offset[2];
@@ -312,6 +381,26 @@ class ResizeKernel final : public runtime::Kernel {
     const bool nearest = mode_ == ResizeMode::Nearest;
     const T extrapolated = from_double<T>(extrapolation_);
     const int64_t wy = ty.width, wx = tx.width;
+    // The usual case: C is not resized (channel ch reads channel ch with weight 1), so a pixel's
+    // C values are contiguous in the input and every tap's weight is one number: the tap loop
+    // is a vectorizable multiply-add over C (a copy of C values for nearest), with the same
+    // products and order as below.
+    bool c_identity = true;
+    for (int64_t ch = 0; ch < c && c_identity; ++ch)
+      c_identity =
+          offset[1][static_cast<size_t>(ch)] == ch && weight[1][static_cast<size_t>(ch)] == 1.0;
+    if (only_identity_c && !c_identity) return false;
+    if constexpr (std::is_floating_point_v<compute_t<T>>) {
+      if (c_identity && !nearest) {
+        bool outside = false;
+        for (uint8_t o : ty.outside) outside = outside || o != 0;
+        for (uint8_t o : tx.outside) outside = outside || o != 0;
+        if (!outside) {
+          separable_channels_last(x, y, out_shape, offset[0], weight[0], ty, tx, threads);
+          return true;
+        }
+      }
+    }
     parallel_for(
         out_shape[0] * oh, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, ow * c)), threads,
         [&](int64_t begin, int64_t end) {
@@ -330,6 +419,10 @@ class ResizeKernel final : public runtime::Kernel {
               if (nearest) {
                 const T* src = x + lead + ty.offset[static_cast<size_t>(oy * wy)] +
                                tx.offset[static_cast<size_t>(ox * wx)];
+                if (c_identity) {
+                  std::copy(src, src + c, px);
+                  continue;
+                }
                 for (int64_t ch = 0; ch < c; ++ch) px[ch] = src[offset[1][static_cast<size_t>(ch)]];
                 continue;
               }
@@ -362,8 +455,11 @@ class ResizeKernel final : public runtime::Kernel {
   template <typename T>
   void fill(const T* x, T* y, const std::vector<int64_t>& out_shape,
             const std::vector<AxisTaps>& taps, int threads) const {
+    // A 4-D image whose last axis is not resized (channels-last, or NCHW resized over C and H
+    // only) is whole rows of that axis: the channels-last walk copies or weighs them at once.
+    if (fill_channels_last(x, y, out_shape, taps, threads, /*only_identity_c=*/true)) return;
     if (fill_planes(x, y, out_shape, taps, threads)) return;
-    if (fill_channels_last(x, y, out_shape, taps, threads)) return;
+    if (fill_channels_last(x, y, out_shape, taps, threads, /*only_identity_c=*/false)) return;
     const int64_t rank = static_cast<int64_t>(out_shape.size());
     const int64_t total = ir::checked_numel(out_shape);
     const bool nearest = mode_ == ResizeMode::Nearest;
