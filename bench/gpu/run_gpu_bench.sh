@@ -41,7 +41,9 @@ fi
 # The models the configurations use, made through a fresh folder so that a killed run leaves
 # no half-written model behind.
 need=()
-for m in resnet50 mobilenet_v2 bert_base; do
+bench_models=(resnet50 mobilenet_v2 bert_base)
+[ -d "$sy/python/switchyard" ] && bench_models+=(gpt_decoder)  # the device-resident table's
+for m in "${bench_models[@]}"; do
   [ -f "$models/$m.onnx" ] && [ -f "$models/$m.pt" ] || need+=("$m")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -58,6 +60,18 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 mkdir -p "$out"
-PYTHONUNBUFFERED=1 exec python3 "$repo/bench/gpu/torch_bench.py" \
+rc=0
+PYTHONUNBUFFERED=1 python3 "$repo/bench/gpu/torch_bench.py" \
   --switchyard "$sy/bin/switchyard" --lib "$sy/lib" --models "$models" \
-  --reference "$sy/reference" --out "$out" "${extra[@]}"
+  --reference "$sy/reference" --out "$out" "${extra[@]}" || rc=$?
+# Device-resident inputs and outputs on both sides, through the bundle's Python package
+# (scripts/gpu-bundle --python); torch's process gets pylib/ only (no libz, no libgomp).
+if [ -d "$sy/python/switchyard" ]; then
+  PYTHONUNBUFFERED=1 PYTHONPATH=$sy/python LD_LIBRARY_PATH=$sy/pylib SWITCHYARD_CACHE_DIR=off \
+    python3 "$repo/bench/gpu/device_resident_bench.py" --models "$models" \
+    --reference "$sy/reference" --out "$out" "${extra[@]}" || rc=$?
+  [ -f "$out/bench_device.md" ] && cat "$out/bench_device.md" >>"$out/bench.md"
+else
+  echo "run_gpu_bench: no Python package in the bundle: the device-resident table is not made"
+fi
+exit "$rc"

@@ -10,6 +10,8 @@
 #                tests/gpu/expected_failures_cuda.txt
 #   models       makes the five reference models there, then models_gpu_test (cpu vs cuda:0)
 #   sanitize     compute-sanitizer memcheck on each GPU unit test executable
+#   python       the Python package's tests (python/tests, pytest) with the bundle's package
+#                (scripts/gpu-bundle --python), torch's CUDA tensors and cuda:0 among the devices
 #   bench        bench/gpu/run_gpu_bench.sh: Switchyard beside PyTorch
 #
 # Writes each stage's full log to $OUT/<stage>.log (OUT defaults to /tmp/out), the summary table
@@ -45,10 +47,11 @@ SY=${SY_DIR:-/tmp/sy}
 MODELS=${REFERENCE_MODELS:-/tmp/models}
 BUDGET=${SY_BUDGET_S:-560}
 bundle=$repo/.gpu/bundle.tar.xz
-all_stages=(info unit conformance models sanitize bench)
+all_stages=(info unit conformance models sanitize python bench)
 declare -A stage_budget=([info]=${SY_INFO_BUDGET_S:-60} [unit]=${SY_UNIT_BUDGET_S:-180}
   [conformance]=${SY_CONFORMANCE_BUDGET_S:-240} [models]=${SY_MODELS_BUDGET_S:-330}
-  [sanitize]=${SY_SANITIZE_BUDGET_S:-240} [bench]=${SY_BENCH_BUDGET_S:-290})
+  [sanitize]=${SY_SANITIZE_BUDGET_S:-240} [python]=${SY_PYTHON_BUDGET_S:-150}
+  [bench]=${SY_BENCH_BUDGET_S:-290})
 model_names=(resnet50 mobilenet_v2 squeezenet1_1 bert_base gpt_decoder)
 
 stages=("$@")
@@ -384,6 +387,32 @@ stage_sanitize() {
   if [ "$dirty" -gt 0 ]; then status[sanitize]=FAIL
   elif [ "$clean" -eq 0 ]; then status[sanitize]=SKIP note[sanitize]+="; nothing sanitized"
   else status[sanitize]=PASS; fi
+}
+
+# The package's tests run in python3 (torch's process) with PYTHONPATH at the bundle's package
+# and LD_LIBRARY_PATH at pylib/ only (our libraries and the Debian-only ones, never libz or
+# libgomp, which torch's process takes from the machine).
+stage_python() {
+  local log=$OUT/python.log t rc summary
+  if [ ! -d "$SY/python/switchyard" ]; then
+    status[python]=SKIP note[python]="the bundle has no Python package (scripts/gpu-bundle --python)"
+    return
+  fi
+  if ! python3 -c 'import pytest' 2>/dev/null; then
+    status[python]=SKIP note[python]="no pytest in this machine's python3"
+    return
+  fi
+  t=$(step_timeout 100000)
+  [ "$t" -gt 0 ] || { status[python]=SKIP note[python]="not run (time budget)"; return; }
+  PYTHONPATH=$SY/python LD_LIBRARY_PATH=$SY/pylib SWITCHYARD_CACHE_DIR=off \
+    REFERENCE_MODELS=$MODELS timeout -k 10 "$t" python3 -m pytest -q -p no:cacheprovider \
+    python/tests >>"$log" 2>&1
+  rc=$?
+  summary=$(grep -E '[0-9]+ (passed|failed|error)' "$log" | tail -n 1)
+  tail -n 15 "$log"
+  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then status[python]=FAIL note[python]="TIMED OUT after $t s"
+  elif [ "$rc" -ne 0 ]; then status[python]=FAIL note[python]="${summary:-exit $rc} (see python.log)"
+  else status[python]=PASS note[python]="$summary"; fi
 }
 
 stage_bench() {
