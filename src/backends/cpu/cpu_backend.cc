@@ -28,6 +28,10 @@ class FusedPartition : public runtime::CompiledPartition {
       groups.push_back(std::move(g));
     for (runtime::FusionGroup& g : backends::fuse_norm_activation(*graph_))
       groups.push_back(std::move(g));
+    for (runtime::FusionGroup& g : backends::fuse_residual_layernorm(*graph_))
+      groups.push_back(std::move(g));
+    for (runtime::FusionGroup& g : backends::fuse_softmax_mask(*graph_))
+      groups.push_back(std::move(g));
     fusions_ = backends::merge_fusion_groups(std::move(groups));
     // oneDNN's convolutions take NHWC activations as they are: a chain of convolutions and the
     // elementwise nodes between them keeps that layout, with transposes only at its edges

@@ -15,38 +15,18 @@
 #include <vector>
 
 #include "backends/fusion/fusion.h"
+#include "backends/fusion/pattern.h"
 #include "ir/check.h"
 
 namespace switchyard::backends {
 
 namespace {
 
-bool is_onnx_op(const ir::Node& n, const char* type) {
-  return n.op_type() == type && (n.domain().empty() || n.domain() == "ai.onnx");
-}
-
-// The one node of `g` that reads `v`, or nullptr when v has other readers or is a graph output.
-ir::Node* sole_reader(const ir::Graph& g, const ir::Value* v) {
-  if (g.is_output(v) || v->uses().size() != 1) return nullptr;
-  ir::Node* n = v->uses().front().first;
-  return n->owner() == &g ? n : nullptr;
-}
-
-// Whether two values are tensors of the same dtype and provably the same shape.
-bool same_shape(const ir::Type& a, const ir::Type& b) {
-  if (!a.has_rank() || !b.has_rank() || a.dtype != b.dtype) return false;
-  if (a.shape->size() != b.shape->size()) return false;
-  for (size_t i = 0; i < a.shape->size(); ++i) {
-    const ir::Dim& da = (*a.shape)[i];
-    if (da.is_unknown() || !(da == (*b.shape)[i])) return false;
-  }
-  return true;
-}
-
-bool is_float(ir::DType d) {
-  return d == ir::DType::Float32 || d == ir::DType::Float16 || d == ir::DType::BFloat16 ||
-         d == ir::DType::Float64;
-}
+using pattern::is_float;
+using pattern::is_onnx_op;
+using pattern::remove_node;
+using pattern::same_shape;
+using pattern::sole_reader;
 
 // The `channels` per-channel values of a constant that, added to a [N, K, spatial...] tensor
 // of `out_type`, varies along the channel axis only (or not at all); nullopt otherwise.
@@ -202,10 +182,6 @@ Chain find_chain(const ir::Graph& g, ir::Node* conv, const std::vector<std::stri
   }
   if (!bias_added) chain.bias.reset();  // B stays as it is
   return chain;
-}
-
-void remove_node(ir::Graph& g, const ir::Node* node) {
-  g.remove_nodes_if([&](const ir::Node& n) { return &n == node; });
 }
 
 // Replaces `conv` and its chain by one fused Conv whose output keeps the name (and readers) of

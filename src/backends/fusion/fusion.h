@@ -11,6 +11,8 @@
 //       Y = act(alpha * (A @ B) + bias).
 //   Gemm: "_sy_activation" only (C already is its bias).
 //   BatchNormalization (inference): "_sy_activation" "Relu" only.
+//   LayerNormalization: optional input 3 = residual Z (X's shape): Y = LN(X + Z).
+//   Softmax (last axis): optional input 1 = additive mask M, broadcast into X: softmax(X + M).
 //
 // Placement decided where each node of the user's graph runs; fusion happens later, inside one
 // partition, so pins and strict failures always name the user's nodes. Each pass returns the
@@ -47,6 +49,12 @@ std::vector<runtime::FusionGroup> fuse_matmul_epilogues(ir::Graph& graph);
 /// Inference BatchNormalization -> Relu becomes one BatchNormalization with "_sy_activation"
 /// "Relu" (fusion/norm_epilogue.cc; the cpu's kernel applies it in the same pass).
 std::vector<runtime::FusionGroup> fuse_norm_activation(ir::Graph& graph);
+/// Add(X, Z) of two same-shaped tensors -> LayerNormalization over the last axis becomes one
+/// LayerNormalization with Z as input 3 (fusion/norm_epilogue.cc).
+std::vector<runtime::FusionGroup> fuse_residual_layernorm(ir::Graph& graph);
+/// Add(X, M) -> Softmax over the last axis, M broadcast into X, becomes one Softmax with M as
+/// input 1 (fusion/norm_epilogue.cc).
+std::vector<runtime::FusionGroup> fuse_softmax_mask(ir::Graph& graph);
 /// The erf and tanh forms of GELU that exporters emit below opset 20 become one Gelu node
 /// (approximate "none" / "tanh") (fusion/gelu.cc).
 std::vector<runtime::FusionGroup> fuse_gelu(ir::Graph& graph);

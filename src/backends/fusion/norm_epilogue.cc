@@ -1,65 +1,167 @@
-// fuse_norm_activation (fusion.h): on a partition's private graph, folds
-//   BatchNormalization (inference) -> Relu
-// into one BatchNormalization node whose kernel applies the ReLU in the same pass
-// ("_sy_activation" = "Relu"): DenseNet's pre-activation BN -> ReLU -> Conv, where the ReLU
-// cannot become a post-op of the convolution that follows. The Relu is absorbed only when it is
-// the normalization's one reader and the normalized value is not a graph output.
+// The normalization fusions (fusion.h), on a partition's private graph:
+//
+//   fuse_norm_activation:     BatchNormalization (inference) -> Relu
+//       one BatchNormalization whose kernel applies the ReLU in the same pass
+//       ("_sy_activation" = "Relu"): DenseNet's pre-activation BN -> ReLU -> Conv, where the
+//       ReLU cannot become a post-op of the convolution that follows.
+//   fuse_residual_layernorm:  Add(X, Z) -> LayerNormalization (last axis, one output)
+//       one LayerNormalization with Z as input 3: Y = LN(X + Z), BERT's residual sum.
+//   fuse_softmax_mask:        Add(X, M) -> Softmax (last axis), M broadcast into X
+//       one Softmax with M as input 1: Y = softmax(X + M), attention's mask.
+//
+// A node is absorbed only when its value has the fused node as its one reader and is not a
+// graph output; the fused node takes over the absorbed node's output value (name, type,
+// readers), so what follows is unchanged.
 #include <string>
 #include <vector>
 
 #include "backends/fusion/fusion.h"
+#include "backends/fusion/pattern.h"
 
 namespace switchyard::backends {
 
 namespace {
 
-bool is_onnx_op(const ir::Node& n, const char* type) {
-  return n.op_type() == type && (n.domain().empty() || n.domain() == "ai.onnx");
+using pattern::is_float;
+using pattern::is_onnx_op;
+using pattern::remove_node;
+using pattern::same_shape;
+using pattern::sole_reader;
+
+// Replaces `first -> second` (second reads first's only output) by one node of second's op
+// type, name and attributes, with `inputs`, producing second's output value.
+ir::Node* replace_pair(ir::Graph& g, ir::Node* first, ir::Node* second,
+                       const std::vector<ir::Value*>& inputs) {
+  ir::Value* out = second->output(0);
+  const std::string out_name = out->name();
+  const ir::Type out_type = out->type();
+  const std::string name = second->name(), op = second->op_type(), domain = second->domain();
+  const int kind = second->kind_id();
+  const std::vector<ir::Attribute> attributes = second->attributes();
+  // Park the readers on a placeholder so both nodes can go and free the output's name.
+  ir::Node* hold = g.add_node("Identity", "", {}, {g.unique_value_name(out_name + "_fusing")});
+  g.replace_all_uses(out, hold->output(0));
+  remove_node(g, second);
+  remove_node(g, first);
+  ir::Node* fused = g.add_node(op, name, inputs, {out_name}, domain);
+  fused->set_kind_id(kind);
+  fused->output(0)->set_type(out_type);
+  for (const ir::Attribute& a : attributes) fused->set_attribute(a);
+  g.replace_all_uses(hold->output(0), fused->output(0));
+  remove_node(g, hold);
+  return fused;
+}
+
+// Whether `axis` of a node over a value of `type` is its last axis.
+bool is_last_axis(const ir::Type& type, int64_t axis) {
+  if (!type.has_rank() || type.rank() == 0) return false;
+  return axis == -1 || axis == type.rank() - 1;
+}
+
+// The Add whose output `v` is, when both its inputs are tensors (nullptr otherwise).
+ir::Node* add_producing(const ir::Graph& g, const ir::Value* v) {
+  ir::Node* add = v->producer();
+  if (!add || add->owner() != &g || !is_onnx_op(*add, "Add") || add->num_inputs() != 2 ||
+      add->num_outputs() != 1 || !add->input(0) || !add->input(1))
+    return nullptr;
+  return sole_reader(g, add->output(0)) ? add : nullptr;
 }
 
 }  // namespace
 
 std::vector<runtime::FusionGroup> fuse_norm_activation(ir::Graph& graph) {
-  std::vector<runtime::FusionGroup> groups;
   std::vector<std::pair<ir::Node*, ir::Node*>> pairs;
   for (const auto& n : graph.nodes()) {
     if (!is_onnx_op(*n, "BatchNormalization") || n->num_outputs() != 1 ||
         n->attr_int("training_mode", 0) != 0 || n->has_attribute(kFusedActivationAttr))
       continue;
-    const ir::Value* y = n->output(0);
-    if (graph.is_output(y) || y->uses().size() != 1) continue;
-    ir::Node* relu = y->uses().front().first;
-    if (relu->owner() != &graph || !is_onnx_op(*relu, "Relu") || relu->num_outputs() != 1 ||
-        relu->input(0) != y)
-      continue;
+    ir::Node* relu = sole_reader(graph, n->output(0));
+    if (!relu || !is_onnx_op(*relu, "Relu") || relu->num_outputs() != 1) continue;
     pairs.emplace_back(n.get(), relu);
   }
+  std::vector<runtime::FusionGroup> groups;
   for (auto [norm, relu] : pairs) {
     groups.push_back({{norm->name(), relu->name()}});
-    // The normalization takes over the ReLU's output value (name, type and readers).
+    const std::vector<ir::Value*> inputs = norm->inputs();
+    const std::string name = norm->name();
+    const int kind = norm->kind_id();
+    const std::vector<ir::Attribute> attributes = norm->attributes();
+    // The normalization takes the ReLU's place: its op, name and attributes, the ReLU's value.
     ir::Value* out = relu->output(0);
-    ir::Value* mid = norm->output(0);
     const std::string out_name = out->name();
     const ir::Type out_type = out->type();
     ir::Node* hold =
         graph.add_node("Identity", "", {}, {graph.unique_value_name(out_name + "_fusing")});
     graph.replace_all_uses(out, hold->output(0));
-    graph.remove_nodes_if([&](const ir::Node& n) { return &n == relu; });
-    const std::string name = norm->name();
-    const int kind = norm->kind_id();
-    const std::vector<ir::Attribute> attributes = norm->attributes();
-    const std::vector<ir::Value*> inputs = norm->inputs();
-    (void)mid;
-    graph.remove_nodes_if([&](const ir::Node& n) { return &n == norm; });
+    remove_node(graph, relu);
+    remove_node(graph, norm);
     ir::Node* fused = graph.add_node("BatchNormalization", name, inputs, {out_name});
     fused->set_kind_id(kind);
     fused->output(0)->set_type(out_type);
     for (const ir::Attribute& a : attributes) fused->set_attribute(a);
     fused->set_attribute(ir::Attribute::make_string(kFusedActivationAttr, "Relu"));
     graph.replace_all_uses(hold->output(0), fused->output(0));
-    graph.remove_nodes_if([&](const ir::Node& n) { return &n == hold; });
+    remove_node(graph, hold);
   }
   if (!pairs.empty()) graph.sort_topologically();
+  return groups;
+}
+
+std::vector<runtime::FusionGroup> fuse_residual_layernorm(ir::Graph& graph) {
+  std::vector<std::pair<ir::Node*, ir::Node*>> pairs;
+  for (const auto& n : graph.nodes()) {
+    if (!is_onnx_op(*n, "LayerNormalization") || n->num_outputs() != 1 || n->num_inputs() < 2 ||
+        n->num_inputs() > 3 || !n->input(0))
+      continue;
+    const ir::Type& xt = n->input(0)->type();
+    if (!is_float(xt.dtype) || !is_last_axis(xt, n->attr_int("axis", -1))) continue;
+    ir::Node* add = add_producing(graph, n->input(0));
+    if (!add || sole_reader(graph, add->output(0)) != n.get()) continue;
+    // Shapes are often not provable here (a Reshape of computed dims); the kernel adds a
+    // residual of X's shape row by row and sums any other broadcast first.
+    if (add->input(0)->type().dtype != xt.dtype || add->input(1)->type().dtype != xt.dtype)
+      continue;
+    pairs.emplace_back(add, n.get());
+  }
+  std::vector<runtime::FusionGroup> groups;
+  for (auto [add, norm] : pairs) {
+    groups.push_back({{norm->name(), add->name()}});
+    std::vector<ir::Value*> inputs = {add->input(0), norm->input(1), norm->input(2), add->input(1)};
+    replace_pair(graph, add, norm, inputs);
+  }
+  if (!pairs.empty()) graph.sort_topologically();
+  return groups;
+}
+
+std::vector<runtime::FusionGroup> fuse_softmax_mask(ir::Graph& graph) {
+  struct Match {
+    ir::Node* add;
+    ir::Node* softmax;
+    ir::Value* x;
+    ir::Value* mask;
+  };
+  std::vector<Match> matches;
+  for (const auto& n : graph.nodes()) {
+    if (!is_onnx_op(*n, "Softmax") || n->num_outputs() != 1 || n->num_inputs() != 1) continue;
+    const ir::Type& t = n->input(0)->type();
+    if (!is_float(t.dtype) || !is_last_axis(t, n->attr_int("axis", -1))) continue;
+    ir::Node* add = add_producing(graph, n->input(0));
+    if (!add || sole_reader(graph, add->output(0)) != n.get()) continue;
+    // X: the operand of the sum's own shape where that is provable (else input 0), M the
+    // other; the kernel adds a mask that broadcasts into X's rows row by row and sums any
+    // other broadcast first, so shapes not provable here still give the Add's result.
+    ir::Value* a = add->input(0);
+    ir::Value* b = add->input(1);
+    if (a->type().dtype != t.dtype || b->type().dtype != t.dtype) continue;
+    const bool swap = !same_shape(a->type(), t) && same_shape(b->type(), t);
+    matches.push_back({add, n.get(), swap ? b : a, swap ? a : b});
+  }
+  std::vector<runtime::FusionGroup> groups;
+  for (const Match& m : matches) {
+    groups.push_back({{m.softmax->name(), m.add->name()}});
+    replace_pair(graph, m.add, m.softmax, {m.x, m.mask});
+  }
+  if (!matches.empty()) graph.sort_topologically();
   return groups;
 }
 

@@ -272,6 +272,108 @@ TEST(CpuFusion, BatchNormReluBecomesOneNode) {
   }
 }
 
+bool has_group(const Outcome& o, const std::vector<std::string>& members) {
+  for (const auto& g : o.groups)
+    if (g.members == members) return true;
+  return false;
+}
+
+// fuse_residual_layernorm: Add(X, Z) -> LayerNormalization over the last axis runs as one
+// node, for a residual of X's shape (added row by row) and for sums that broadcast (the kernel
+// sums them first), NaN kept; float16 too. Not fused: a sum read twice, a LayerNormalization
+// over more than the last axis, one with its Mean output.
+TEST(CpuFusion, ResidualAddLayerNormBecomesOneNode) {
+  struct Case {
+    std::vector<int64_t> a, b;
+    DType dtype;
+  };
+  for (const Case& c :
+       {Case{{2, 5, 16}, {2, 5, 16}, DType::Float32}, Case{{1, 5, 16}, {3, 5, 16}, DType::Float32},
+        Case{{3, 5, 16}, {16}, DType::Float32}, Case{{2, 5, 16}, {2, 5, 16}, DType::Float16}}) {
+    ir::Graph g("ln");
+    ir::Value* a = g.add_input("a", tensor_type(c.dtype, c.a));
+    ir::Value* b = g.add_input("b", tensor_type(c.dtype, c.b));
+    ir::Value* sum = g.add_node("Add", "add", {a, b}, {"sum"})->output(0);
+    ir::Value* scale = g.add_constant("scale", random_tensor(c.dtype, {16}, 91));
+    ir::Value* bias = g.add_constant("bias", random_tensor(c.dtype, {16}, 92));
+    ir::Value* y = g.add_node("LayerNormalization", "ln", {sum, scale, bias}, {"y"})->output(0);
+    g.add_output(y);
+    ir::Tensor at = random_tensor(c.dtype, c.a, 93);
+    if (c.dtype == DType::Float32) at.data<float>()[7] = std::numeric_limits<float>::quiet_NaN();
+    Outcome o = run_both(g, {at, random_tensor(c.dtype, c.b, 94)});
+    EXPECT_TRUE(has_group(o, {"ln", "add"})) << ir::shape_to_string(c.a);
+    expect_close(o, c.dtype == DType::Float16 ? 1e-3 : 1e-5,
+                 c.dtype == DType::Float16 ? 1e-3 : 1e-5);
+  }
+  for (int variant = 0; variant < 3; ++variant) {
+    ir::Graph g("ln_no");
+    ir::Value* a = g.add_input("a", tensor_type(DType::Float32, {2, 5, 16}));
+    ir::Value* b = g.add_input("b", tensor_type(DType::Float32, {2, 5, 16}));
+    ir::Value* sum = g.add_node("Add", "add", {a, b}, {"sum"})->output(0);
+    ir::Value* scale = g.add_constant("scale", random_tensor(DType::Float32, {5, 16}, 95));
+    std::vector<std::string> outs = {"y"};
+    if (variant == 2) outs.push_back("mean");
+    ir::Node* ln = g.add_node("LayerNormalization", "ln", {sum, scale}, outs);
+    if (variant == 1)
+      ln->set_attribute(ir::Attribute::make_int("axis", -2));
+    else
+      ln->set_attribute(ir::Attribute::make_int("axis", -1));
+    if (variant != 1)
+      ln->set_input(1, g.add_constant("scale16", random_tensor(DType::Float32, {16}, 96)));
+    for (size_t i = 0; i < ln->num_outputs(); ++i) g.add_output(ln->output(i));
+    if (variant == 0) g.add_output(g.add_node("Neg", "neg", {sum}, {"z"})->output(0));
+    Outcome o = run_both(g, {random_tensor(DType::Float32, {2, 5, 16}, 97),
+                             random_tensor(DType::Float32, {2, 5, 16}, 98)});
+    EXPECT_FALSE(has_group(o, {"ln", "add"})) << "variant " << variant;
+    expect_close(o);
+  }
+}
+
+// fuse_softmax_mask: Add(X, M) -> Softmax over the last axis runs as one node: masks that
+// broadcast into X's rows ([B,1,1,S], [1,1,S,S], [S], a scalar, the mask first in the Add), and
+// an X that itself broadcasts (the kernel sums first); NaN kept. Not fused: the sum read twice,
+// a softmax over another axis.
+TEST(CpuFusion, MaskAddSoftmaxBecomesOneNode) {
+  struct Case {
+    std::vector<int64_t> x, m;
+    bool mask_first;
+  };
+  for (const Case& c : {Case{{2, 3, 4, 6}, {2, 1, 1, 6}, false},
+                        Case{{2, 3, 4, 6}, {1, 1, 4, 6}, true}, Case{{2, 3, 4, 6}, {6}, false},
+                        Case{{2, 3, 4, 6}, {}, false}, Case{{1, 3, 4, 6}, {2, 1, 4, 6}, false}}) {
+    ir::Graph g("sm");
+    ir::Value* x = g.add_input("x", tensor_type(DType::Float32, c.x));
+    ir::Value* m = g.add_input("m", tensor_type(DType::Float32, c.m));
+    ir::Value* sum =
+        g.add_node("Add", "add",
+                   c.mask_first ? std::vector<ir::Value*>{m, x} : std::vector<ir::Value*>{x, m},
+                   {"sum"})
+            ->output(0);
+    g.add_output(g.add_node("Softmax", "softmax", {sum}, {"y"})->output(0));
+    ir::Tensor xt = random_tensor(DType::Float32, c.x, 101, -4, 4);
+    xt.data<float>()[5] = std::numeric_limits<float>::quiet_NaN();
+    ir::Tensor mt = random_tensor(DType::Float32, c.m, 102, -20, 0);
+    Outcome o = run_both(g, {xt, mt});
+    EXPECT_TRUE(has_group(o, {"softmax", "add"})) << ir::shape_to_string(c.m);
+    expect_close(o);
+    EXPECT_TRUE(std::isnan(o.fused[0].tensor.data<float>()[5]));
+  }
+  for (int variant = 0; variant < 2; ++variant) {
+    ir::Graph g("sm_no");
+    ir::Value* x = g.add_input("x", tensor_type(DType::Float32, {2, 3, 6}));
+    ir::Value* m = g.add_input("m", tensor_type(DType::Float32, {2, 1, 6}));
+    ir::Value* sum = g.add_node("Add", "add", {x, m}, {"sum"})->output(0);
+    ir::Node* sm = g.add_node("Softmax", "softmax", {sum}, {"y"});
+    if (variant == 1) sm->set_attribute(ir::Attribute::make_int("axis", 1));
+    g.add_output(sm->output(0));
+    if (variant == 0) g.add_output(g.add_node("Neg", "neg", {sum}, {"z"})->output(0));
+    Outcome o = run_both(g, {random_tensor(DType::Float32, {2, 3, 6}, 103),
+                             random_tensor(DType::Float32, {2, 1, 6}, 104)});
+    EXPECT_FALSE(has_group(o, {"softmax", "add"})) << "variant " << variant;
+    expect_close(o);
+  }
+}
+
 // Channels-last regions (apply_channels_last): convolutions, pools and elementwise nodes between
 // them run on NHWC data inside the cpu partition; the outputs must equal the NCHW graph's,
 // including a MaxPool over NaN (its NaN-exact loop runs on transposed copies), an inference

@@ -507,6 +507,17 @@ std::vector<DType> with_string(std::vector<DType> v) {
 
 }  // namespace
 
+ir::Tensor add_broadcast(const runtime::KernelContext& ctx, const ir::Tensor& a,
+                         const ir::Tensor& b) {
+  if (a.dtype() != b.dtype())
+    ctx.fail("the fused sum's operands are {} and {}", ir::dtype_name(a.dtype()),
+             ir::dtype_name(b.dtype()));
+  ir::Tensor out(a.dtype(), broadcast_or_fail(ctx, {a.shape(), b.shape()}));
+  apply_binary(a, b, out, select_row<AddOp, FloatTypes>(a.dtype(), ctx.node()), ctx.num_threads(),
+               kCheapGrain);
+  return out;
+}
+
 void register_elementwise_binary_kernels(runtime::KernelRegistry& r) {
   using K = ops::OpKind;
   r.add<BinaryKernel<AddOp, NumericTypes>>(K::Add, dtypes_of(NumericTypes{}));

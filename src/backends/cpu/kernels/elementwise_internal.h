@@ -14,6 +14,12 @@ namespace switchyard::cpu {
 void register_elementwise_unary_kernels(runtime::KernelRegistry& r);
 /// Registers binary, variadic, Where and PRelu kernels (elementwise_binary.cc).
 void register_elementwise_binary_kernels(runtime::KernelRegistry& r);
+
+/// a + b of one float dtype with ONNX broadcasting, into a new tensor: the general path of a
+/// fused kernel whose sum does not have the shape its fast path needs (a residual or mask that
+/// broadcasts in a way the fused loop does not take).
+ir::Tensor add_broadcast(const runtime::KernelContext& ctx, const ir::Tensor& a,
+                         const ir::Tensor& b);
 /// Registers Cast and CastLike kernels (elementwise_cast.cc).
 void register_elementwise_cast_kernels(runtime::KernelRegistry& r);
 

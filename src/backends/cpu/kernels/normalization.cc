@@ -2,6 +2,7 @@
 // LayerNormalization, GroupNormalization, LpNormalization, LRN, MeanVarianceNormalization and
 // Dropout (Softmax/LogSoftmax/Hardmax are in normalization_softmax.cc). Statistics accumulate in
 // float, or double for double inputs (LayerNormalization: also for stash_type double).
+#include "backends/cpu/kernels/elementwise_internal.h"
 #include "backends/cpu/kernels/normalization_internal.h"
 #include "backends/fusion/fusion.h"
 
@@ -323,7 +324,18 @@ class LayerNormKernel : public runtime::Kernel {
         stash_(static_cast<DType>(init.node.attr_int("stash_type", 1))) {}
 
   void run(runtime::KernelContext& ctx) const override {
-    const ir::Tensor& x = ctx.input(0);
+    // Input 3 (fusion.h): a residual Z, Y = LN(X + Z). Of X's shape it is added row by row;
+    // one that broadcasts otherwise is summed first.
+    const ir::Tensor* residual = ctx.has_input(3) ? &ctx.input(3) : nullptr;
+    ir::Tensor summed;
+    if (residual && residual->shape() != ctx.input(0).shape()) {
+      summed = add_broadcast(ctx, ctx.input(0), *residual);
+      residual = nullptr;
+    }
+    const ir::Tensor& x = summed.defined() ? summed : ctx.input(0);
+    if (residual && residual->dtype() != x.dtype())
+      ctx.fail("the fused residual is {}, X is {}", ir::dtype_name(residual->dtype()),
+               ir::dtype_name(x.dtype()));
     if (x.rank() == 0) ctx.fail("X must have rank >= 1");
     int64_t axis = ops::normalize_axis(ctx.node(), axis_, x.rank());
     int64_t rows = 1;
@@ -346,17 +358,18 @@ class LayerNormKernel : public runtime::Kernel {
     dispatch(FloatTypes{}, x.dtype(), ctx.node(), [&](auto tag) {
       using T = decltype(tag);
       if (stash_ == DType::Float64 || std::is_same_v<T, double>) {
-        run_typed<T, double>(ctx, x, axis, rows, cols, y, mean_out, inv_out);
+        run_typed<T, double>(ctx, x, residual, axis, rows, cols, y, mean_out, inv_out);
       } else {
-        run_typed<T, float>(ctx, x, axis, rows, cols, y, mean_out, inv_out);
+        run_typed<T, float>(ctx, x, residual, axis, rows, cols, y, mean_out, inv_out);
       }
     });
   }
 
  private:
   template <typename T, typename C>
-  void run_typed(const runtime::KernelContext& ctx, const ir::Tensor& x, int64_t axis, int64_t rows,
-                 int64_t cols, ir::Tensor& y, ir::Tensor* mean_out, ir::Tensor* inv_out) const {
+  void run_typed(const runtime::KernelContext& ctx, const ir::Tensor& x,
+                 const ir::Tensor* residual_t, int64_t axis, int64_t rows, int64_t cols,
+                 ir::Tensor& y, ir::Tensor* mean_out, ir::Tensor* inv_out) const {
     size_t first_scale = static_cast<size_t>(axis);
     const ir::Tensor& scale_t = ctx.input(1);
     bool has_bias = ctx.has_input(2);
@@ -368,6 +381,7 @@ class LayerNormKernel : public runtime::Kernel {
                                    : std::vector<C>(scale.size(), C(0));
     bool per_row = first_scale == 0 && axis > 0;
     const T* in = x.data<T>();
+    const T* residual = residual_t ? residual_t->data<T>() : nullptr;
     T* out = y.data<T>();
     std::vector<C> means(mean_out || inv_out ? static_cast<size_t>(rows) : 0);
     std::vector<C> invs(means.size());
@@ -375,8 +389,21 @@ class LayerNormKernel : public runtime::Kernel {
     parallel_for(rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(cols, 1)), ctx.num_threads(),
                  [&](int64_t b, int64_t e) {
                    std::vector<C> buf;
+                   if (residual) buf.resize(static_cast<size_t>(cols));
                    for (int64_t r = b; r < e; ++r) {
-                     const C* p = as_compute<C>(in + r * cols, cols, buf);
+                     const C* p = nullptr;
+                     if (residual) {
+                       // The sum rounded to T, as the unfused Add leaves it.
+                       const T* xr = in + r * cols;
+                       const T* zr = residual + r * cols;
+                       C* s = buf.data();
+#pragma omp simd
+                       for (int64_t j = 0; j < cols; ++j)
+                         s[j] = convert<C>(convert<T>(convert<C>(xr[j]) + convert<C>(zr[j])));
+                       p = s;
+                     } else {
+                       p = as_compute<C>(in + r * cols, cols, buf);
+                     }
                      const auto [mean, inv] = mean_inv_std(p, cols, eps);
                      const C* sc = scale.data() + (per_row ? r * cols : 0);
                      const C* bs = bias.data() + (per_row ? r * cols : 0);

@@ -3,6 +3,7 @@
 #include <bit>
 #include <limits>
 
+#include "backends/cpu/kernels/elementwise_internal.h"
 #include "backends/cpu/kernels/normalization_internal.h"
 #include "backends/cpu/kernels/vector_math.h"
 
@@ -57,8 +58,18 @@ void softmax_row(const C* p, C* work, int64_t n) {
   }
 }
 
+// An additive mask broadcast into the rows (the fused Add -> Softmax, fusion.h): row r adds
+// mask[offset[r] + i * step].
+template <typename T>
+struct RowMask {
+  const T* data = nullptr;
+  std::vector<int64_t> offset;  // per row
+  int64_t step = 0;             // 1, or 0 when the mask's last dim is 1
+};
+
 template <SoftmaxMode kMode, typename T>
-void softmax_last_axis(const T* in, T* out, int64_t rows, int64_t n, int threads) {
+void softmax_last_axis(const T* in, T* out, int64_t rows, int64_t n, int threads,
+                       const RowMask<T>* mask = nullptr) {
   using C = compute_t<T>;
   parallel_for(rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(n, 1)), threads,
                [&](int64_t b, int64_t e) {
@@ -67,6 +78,25 @@ void softmax_last_axis(const T* in, T* out, int64_t rows, int64_t n, int threads
                  if constexpr (!std::is_same_v<C, T>) out_buf.resize(static_cast<size_t>(n));
                  for (int64_t r = b; r < e; ++r) {
                    const T* p = in + r * n;
+                   if (mask) {
+                     // The sum rounded to T, as the unfused Add leaves it.
+                     in_buf.resize(static_cast<size_t>(n));
+                     C* s = in_buf.data();
+                     const T* m = mask->data + mask->offset[static_cast<size_t>(r)];
+                     const int64_t step = mask->step;
+#pragma omp simd
+                     for (int64_t i = 0; i < n; ++i)
+                       s[i] = convert<C>(convert<T>(convert<C>(p[i]) + convert<C>(m[i * step])));
+                     if constexpr (std::is_same_v<C, T>) {
+                       softmax_row<kMode, C>(s, out + r * n, n);
+                     } else {
+                       softmax_row<kMode, C>(s, out_buf.data(), n);
+                       T* q = out + r * n;
+                       for (int64_t i = 0; i < n; ++i)
+                         q[i] = convert<T>(out_buf[static_cast<size_t>(i)]);
+                     }
+                     continue;
+                   }
                    if constexpr (std::is_same_v<C, T>) {
                      softmax_row<kMode, C>(p, out + r * n, n);
                    } else {
@@ -143,13 +173,58 @@ void softmax_strided(const T* in, T* out, int64_t outer, int64_t len, int64_t in
                });
 }
 
+// Each row's offset into a mask broadcast into `shape` (rows: every dim but the last).
+template <typename T>
+RowMask<T> row_mask(const ir::Tensor& m, const std::vector<int64_t>& shape) {
+  RowMask<T> mask;
+  mask.data = m.data<T>();
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  std::vector<int64_t> strides = broadcast_strides(m.shape(), shape);
+  mask.step = strides[static_cast<size_t>(rank - 1)];
+  int64_t rows = 1;
+  for (int64_t i = 0; i + 1 < rank; ++i) rows *= shape[static_cast<size_t>(i)];
+  mask.offset.resize(static_cast<size_t>(rows));
+  std::vector<int64_t> index(static_cast<size_t>(std::max<int64_t>(rank - 1, 0)), 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t off = 0;
+    for (int64_t i = 0; i + 1 < rank; ++i)
+      off += index[static_cast<size_t>(i)] * strides[static_cast<size_t>(i)];
+    mask.offset[static_cast<size_t>(r)] = off;
+    for (int64_t i = rank - 2; i >= 0; --i) {  // next row index, last dim fastest
+      if (++index[static_cast<size_t>(i)] < shape[static_cast<size_t>(i)]) break;
+      index[static_cast<size_t>(i)] = 0;
+    }
+  }
+  return mask;
+}
+
+// Whether mask `m` broadcasts into X's shape (each of its dims, aligned right, 1 or X's), with
+// the softmax along X's last axis: then each row adds one mask row (row_mask).
+inline bool mask_fits_rows(const ir::Tensor& x, const ir::Tensor& m, int64_t axis) {
+  if (x.rank() == 0 || m.dtype() != x.dtype() || m.rank() > x.rank()) return false;
+  if (axis != -1 && axis != x.rank() - 1) return false;
+  for (int64_t i = 0; i < m.rank(); ++i) {
+    const int64_t d = m.dim(i), xd = x.dim(x.rank() - m.rank() + i);
+    if (d != 1 && d != xd) return false;
+  }
+  return true;
+}
+
 template <SoftmaxMode kMode>
 class SoftmaxKernel : public runtime::Kernel {
  public:
   explicit SoftmaxKernel(const runtime::KernelInit& init) : axis_(init.node.attr_int("axis", -1)) {}
 
   void run(runtime::KernelContext& ctx) const override {
-    const ir::Tensor& x = ctx.input(0);
+    // Input 1 (fusion.h): an additive mask M, softmax(X + M) along the last axis. One that
+    // broadcasts into X's rows is added row by row; otherwise the sum is made first.
+    ir::Tensor summed;
+    bool masked = ctx.has_input(1);
+    if (masked && !mask_fits_rows(ctx.input(0), ctx.input(1), axis_)) {
+      summed = add_broadcast(ctx, ctx.input(0), ctx.input(1));
+      masked = false;
+    }
+    const ir::Tensor& x = summed.defined() ? summed : ctx.input(0);
     if (x.rank() == 0) ctx.fail("input must have rank >= 1");
     int64_t axis = ops::normalize_axis(ctx.node(), axis_, x.rank());
     int64_t outer = 1, len = 1, inner = 1;
@@ -158,7 +233,10 @@ class SoftmaxKernel : public runtime::Kernel {
     if (y.numel() == 0) return;
     dispatch(FloatTypes{}, x.dtype(), ctx.node(), [&](auto tag) {
       using T = decltype(tag);
-      if (inner == 1) {
+      if (masked) {
+        RowMask<T> mask = row_mask<T>(ctx.input(1), x.shape());
+        softmax_last_axis<kMode, T>(x.data<T>(), y.data<T>(), outer, len, ctx.num_threads(), &mask);
+      } else if (inner == 1) {
         softmax_last_axis<kMode, T>(x.data<T>(), y.data<T>(), outer, len, ctx.num_threads());
       } else {
         softmax_strided<kMode, T>(x.data<T>(), y.data<T>(), outer, len, inner, ctx.num_threads());
