@@ -533,6 +533,11 @@ class Placer {
   // (stage, device) form one partition; every cross-device edge climbs a stage, so the
   // partition graph is acyclic. Then one copy per (value, destination device).
   Placement partition_and_plan_copies() {
+    // Levels: the device changes on the longest path to a node (earliest), then each node as
+    // late as its readers allow (latest). A node that could run early or late — BERT's word
+    // embedding, a graph input's gather on cuda:0, beside a host shape step whose cuda:0
+    // readers come later — then joins its device's later partition instead of opening one of
+    // its own before the host step. nodes_ is in topological order.
     std::vector<int> level(nodes_.size(), 0);
     for (size_t i = 0; i < nodes_.size(); ++i) {
       for (const ir::Value* v : reads_[i]) {
@@ -541,6 +546,16 @@ class Placer {
         level[i] = std::max(level[i], level[p] + (state_[p].device != state_[i].device ? 1 : 0));
       }
     }
+    const int last = nodes_.empty() ? 0 : *std::max_element(level.begin(), level.end());
+    std::vector<int> latest(nodes_.size(), last);
+    for (size_t i = nodes_.size(); i-- > 0;) {
+      for (const ir::Value* v : reads_[i]) {
+        if (!v->producer()) continue;
+        size_t p = static_cast<size_t>(node_index_.at(v->producer()));
+        latest[p] = std::min(latest[p], latest[i] - (state_[p].device != state_[i].device ? 1 : 0));
+      }
+    }
+    level = std::move(latest);
     std::map<std::pair<int, int>, int> key_to_partition;  // (level, device order) → index
     std::map<std::pair<int, int>, std::vector<size_t>> groups;
     for (size_t i = 0; i < nodes_.size(); ++i) groups[{level[i], state_[i].device}].push_back(i);

@@ -687,6 +687,37 @@ TEST(PlacerPartitions, ADiamondThroughTheCpuGivesAcyclicPartitions) {
   expect_bit_identical_to_cpu(diamond_graph(), {x}, o.outputs);
 }
 
+// A node that may run early or late joins its device's later partition: a_relu (sim:0) reads
+// only the graph input, beside the cpu's b_neg; d_add (sim:0) needs both. With levels from the
+// earliest start, a_relu would open a sim:0 partition of its own before the cpu's; placed as
+// late as its reader allows, sim:0 runs one partition after the cpu's.
+TEST(PlacerPartitions, ANodeThatCanWaitJoinsItsDevicesLaterPartition) {
+  GraphFactory make = [] {
+    auto g = std::make_unique<ir::Graph>("wait");
+    ir::Value* x = g->add_input("X", ir::Type::tensor(kF32, ir::make_shape({32, 256})));
+    ir::Value* a = g->add_node("Relu", "a_relu", {x}, {"A"})->output(0);
+    ir::Value* b = g->add_node("Neg", "b_neg", {x}, {"B"})->output(0);
+    g->add_output(g->add_node("Add", "d_add", {a, b}, {"D"})->output(0));
+    return g;
+  };
+  Devices devices = cpu_and({fast_sim({"Neg"})});
+  auto graph = typed(make);
+  Placement placement = place(*graph, raw(devices), prefer("sim:0"));
+  expect_partitions_acyclic(placement);
+  const PlacementReport& report = placement.report;
+  ASSERT_EQ(device_of(report, "a_relu"), "sim:0");
+  ASSERT_EQ(device_of(report, "b_neg"), "cpu");
+  EXPECT_EQ(decision_of(report, "a_relu").partition, decision_of(report, "d_add").partition);
+  EXPECT_LT(decision_of(report, "b_neg").partition, decision_of(report, "d_add").partition);
+  EXPECT_EQ(report.partitions.size(), 2u);
+
+  auto exe = compile(make, devices, prefer("sim:0"));
+  ir::Tensor x = random_tensor(kF32, {32, 256}, 19);
+  Observed o = run_observed(*exe, {x});
+  expect_trace_matches_report(exe->placement_report(), o);
+  expect_bit_identical_to_cpu(make, {x}, o.outputs);
+}
+
 TEST(PlacerPartitions, RandomDagsWithRandomSupportGiveAcyclicPartitionsAndCpuResults) {
   const std::vector<std::string> all_ops = {"Relu", "Neg", "Sigmoid", "Abs", "Tanh",
                                             "Add",  "Mul", "Sub",     "Max"};
