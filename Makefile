@@ -65,14 +65,17 @@ fuzz: deps
 	nice -n 10 cmake --build $(FUZZ_BUILD) --target fuzz_targets -j $(JOBS)
 	BUILD_FUZZ=$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run_fuzz.sh
 
-# Concurrent runs under ThreadSanitizer (clang-16 from Debian): the public-API stress test and
-# the executable tests, in their own build folder. Not part of CI (a third full build).
+# Concurrent runs under ThreadSanitizer (clang-16 from Debian): the public-API stress test, the
+# executable tests, runs in flight (run_async, overlapping devices) and the variables' tests, in
+# their own build folder. Not part of CI (a third full build).
 test-tsan: deps
 	cmake -S . -B $(BUILD)-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DCMAKE_C_COMPILER=clang-16 -DCMAKE_CXX_COMPILER=clang++-16 -DSWITCHYARD_TSAN=ON \
 	  -DSWITCHYARD_BUILD_BENCH=OFF -DSWITCHYARD_CUDA=OFF
-	cmake --build $(BUILD)-tsan -j $(JOBS) --target runtime_concurrency_test runtime_executable_test
-	for t in runtime_concurrency_test runtime_executable_test; do \
+	cmake --build $(BUILD)-tsan -j $(JOBS) --target runtime_concurrency_test runtime_executable_test \
+	  runtime_async_run_test runtime_overlap_test builder_state_test
+	for t in runtime_concurrency_test runtime_executable_test runtime_async_run_test \
+	  runtime_overlap_test builder_state_test; do \
 	  TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp halt_on_error=1 history_size=4" \
 	    $(BUILD)-tsan/tests/$$t || exit 1; \
 	done

@@ -162,6 +162,8 @@ switchyard::Options parse_options(const char* const* options, size_t n, const ch
       o.num_threads = to_int();
     else if (key == "sim_devices")
       o.sim_devices = to_int();
+    else if (key == "max_in_flight")
+      o.max_in_flight = to_int();
     else if (key == "min_partition_nodes")
       o.min_partition_nodes = to_int();
     else if (key == "shape_cache_capacity")

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <future>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -223,8 +224,12 @@ Options options_from_json(const std::string& text, const std::string& path) {
 }
 
 compiler::CompileOptions compile_options(const Options& options) {
+  SY_CHECK(options.max_in_flight >= 1 && options.max_in_flight <= runtime::kMaxRunsInFlight,
+           InvalidArgument, "Options.max_in_flight is {}; expected 1 to {} runs",
+           options.max_in_flight, runtime::kMaxRunsInFlight);
   compiler::CompileOptions co;
   co.num_threads = options.num_threads;
+  co.max_in_flight = options.max_in_flight;
   co.shape_cache_capacity = options.shape_cache_capacity;
   co.optimize = options.optimize;
   co.policy = make_policy(options);
@@ -301,6 +306,7 @@ Executable Executable::load(const std::string& path, const Options& options) {
     Options here = saved_options;
     here.num_threads = options.num_threads;
     here.shape_cache_capacity = options.shape_cache_capacity;
+    here.max_in_flight = options.max_in_flight;
     here.memory_limits = options.memory_limits;
     if (options.sim_devices != 0 || !options.sim_config.empty()) {
       here.sim_devices = options.sim_devices;
@@ -497,18 +503,106 @@ runtime::RunControl run_control(const compiler::CompiledModel& impl, const RunOp
   }
   return control;
 }
+
+// What a run started by run_async owns until it ends: its options (the cancellation flag the
+// control points into), the control, the statistics and the profile.
+struct AsyncRun {
+  RunOptions options;
+  runtime::RunControl control;
+  RunStats stats;
+  runtime::Profiler profiler;
+};
+
+// A run's failure as the public API reports it: an Error, whatever was thrown. Takes the
+// caller's reference, so a worker thread keeps none once the future holds it.
+std::exception_ptr public_error(std::exception_ptr&& error) {
+  std::exception_ptr thrown = std::move(error);
+  error = nullptr;
+  try {
+    translate_std_exceptions("running the model", [&] { std::rethrow_exception(thrown); });
+  } catch (...) {
+    thrown = nullptr;
+    return std::current_exception();
+  }
+  return thrown;
+}
+
+// Starts a run of `inputs` under `options` on `impl`; `deliver` gets the run's state and its
+// outputs once it ends (on a device worker; what it throws becomes the future's error).
+// Holds no reference to the executable: its destructor waits for the run instead.
+template <typename T, typename Deliver>
+std::future<T> start_public_run(const compiler::CompiledModel& impl, std::vector<Datum> inputs,
+                                const RunOptions& options, Deliver deliver) {
+  auto promise = std::make_shared<std::promise<T>>();
+  std::future<T> future = promise->get_future();
+  auto run = std::make_shared<AsyncRun>();
+  try {
+    run->options = options;
+    run->control = run_control(impl, run->options);
+  } catch (...) {
+    promise->set_exception(public_error(std::current_exception()));
+    return future;
+  }
+  impl.executable().start_run(
+      std::move(inputs),
+      [promise, run, deliver](std::vector<Datum> outputs, std::exception_ptr error) {
+        if (!error) {
+          try {
+            promise->set_value(deliver(*run, std::move(outputs)));
+            return;
+          } catch (...) {
+            error = std::current_exception();
+          }
+        }
+        promise->set_exception(public_error(std::move(error)));
+      },
+      &run->stats, run->options.profile ? &run->profiler : nullptr, &run->control);
+  return future;
+}
+
 }  // namespace
 
+std::future<RunResult> Executable::run_values_async(std::vector<Datum> inputs,
+                                                    const RunOptions& options) const {
+  return start_public_run<RunResult>(*impl_, std::move(inputs), options,
+                                     [](AsyncRun& run, std::vector<Datum> outputs) {
+                                       RunResult result;
+                                       result.outputs = std::move(outputs);
+                                       result.stats = run.stats;
+                                       if (run.options.profile)
+                                         result.profile = run.profiler.events();
+                                       return result;
+                                     });
+}
+
 RunResult Executable::run_values(std::vector<Datum> inputs, const RunOptions& options) const {
-  runtime::RunControl control = run_control(*impl_, options);
-  RunResult result;
-  runtime::Profiler profiler;
-  result.outputs = translate_std_exceptions("running the model", [&] {
-    return impl_->run(std::move(inputs), &result.stats, options.profile ? &profiler : nullptr,
-                      &control);
-  });
-  if (options.profile) result.profile = profiler.events();
-  return result;
+  return run_values_async(std::move(inputs), options).get();
+}
+
+std::future<std::map<std::string, Tensor>> Executable::run_async(
+    const std::map<std::string, Tensor>& inputs, const RunOptions& options) const {
+  std::vector<Datum> ordered;
+  try {
+    std::map<std::string, ir::Datum> named;
+    for (const auto& [name, t] : inputs) named.emplace(name, ir::Datum(t));
+    ordered = impl_->executable().order_inputs(named);
+  } catch (...) {
+    std::promise<std::map<std::string, Tensor>> failed;
+    failed.set_exception(public_error(std::current_exception()));
+    return failed.get_future();
+  }
+  const runtime::Executable* exe = &impl_->executable();
+  return start_public_run<std::map<std::string, Tensor>>(
+      *impl_, std::move(ordered), options, [exe](AsyncRun&, std::vector<Datum> results) {
+        std::map<std::string, Tensor> out;
+        const auto& outs = exe->user_outputs();
+        for (size_t i = 0; i < outs.size(); ++i) {
+          SY_CHECK(results[i].is_tensor(), Unsupported,
+                   "output '{}' is a sequence or optional; use the internal API", outs[i]->name());
+          out.emplace(outs[i]->name(), results[i].tensor);
+        }
+        return out;
+      });
 }
 
 int Executable::num_threads() const { return impl_->executable().num_threads(); }
@@ -542,19 +636,7 @@ Tensor Executable::wrap_device_memory(const std::string& device, DType dtype,
 
 std::map<std::string, Tensor> Executable::run(const std::map<std::string, Tensor>& inputs,
                                               const RunOptions& options) const {
-  runtime::RunControl control = run_control(*impl_, options);
-  std::map<std::string, ir::Datum> named;
-  for (const auto& [name, t] : inputs) named.emplace(name, ir::Datum(t));
-  std::vector<ir::Datum> results = translate_std_exceptions(
-      "running the model", [&] { return impl_->run(named, nullptr, nullptr, &control); });
-  std::map<std::string, Tensor> out;
-  const auto& outs = impl_->executable().user_outputs();
-  for (size_t i = 0; i < outs.size(); ++i) {
-    SY_CHECK(results[i].is_tensor(), Unsupported,
-             "output '{}' is a sequence or optional; use the internal API", outs[i]->name());
-    out.emplace(outs[i]->name(), results[i].tensor);
-  }
-  return out;
+  return run_async(inputs, options).get();
 }
 
 std::vector<ValueInfo> Executable::inputs() const {

@@ -28,6 +28,9 @@ struct ProfileEvent {
   int64_t duration_us = 0;
   std::vector<std::string> input_shapes;  ///< "1x3x224x224", "scalar", "seq[3]", "none"
   std::vector<std::string> output_shapes;
+  /// Which of the device's workers ran it (0: the first): a device that runs several partitions
+  /// at once (the cpu, a GPU, for runs in flight together) has a worker for each.
+  int worker = 0;
 };
 
 }  // namespace switchyard

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <future>
 #include <map>
 #include <memory>
 #include <string>
@@ -37,6 +38,12 @@ struct Options {
   int num_threads = 0;
   /// Input-shape signatures whose prepared state is cached (least recently used evicted).
   size_t shape_cache_capacity = 8;
+  /// Runs of the executable in flight at once, 1 to 1024 (another value makes compile() throw
+  /// InvalidArgument naming it): run_async, and run() from several threads. A run beyond it
+  /// waits in run_async (or run) until one ends. Runs in flight overlap on the devices: the
+  /// stages of a pipeline split work on successive runs at once (docs/api.md, "Asynchronous
+  /// runs"). Belongs to the process: not saved, and given again to Executable::load.
+  int max_in_flight = 8;
   /// Run the graph optimizations (constant folding, dead-node removal).
   bool optimize = true;
   /// "cpu_only", "cpu_and_gpu" or "all".
@@ -166,8 +173,9 @@ class SWITCHYARD_API CancellationToken {
 
 /// Per-run controls for untrusted or latency-bound workloads.
 struct RunOptions {
-  /// Wall-clock budget of the run in milliseconds (0 = none). Past it the run throws
-  /// Error(Cancelled); a run stops within one kernel's time, also inside Loop and Scan.
+  /// Wall-clock budget of the run in milliseconds (0 = none), counted from the run() or
+  /// run_async() call. Past it the run throws Error(Cancelled); a run stops within one kernel's
+  /// time, also inside Loop and Scan.
   int64_t deadline_ms = 0;
   /// Cancels the run when cancel() is called on it (or a copy) from any thread.
   CancellationToken cancel;
@@ -240,7 +248,7 @@ class SWITCHYARD_API Model {
   std::vector<std::string> external_files_;
 };
 
-/// A compiled model. Cheap to copy (shared); run() is thread-safe.
+/// A compiled model. Cheap to copy (shared); run() and run_async() are thread-safe.
 class SWITCHYARD_API Executable {
  public:
   /// Runs with tensors keyed by graph input name; returns outputs keyed by graph output name.
@@ -250,10 +258,23 @@ class SWITCHYARD_API Executable {
   /// OutOfMemory when it would pass a --memory-limit; the executable stays usable either way.
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs,
                                     const RunOptions& options) const;
+  /// Starts a run and returns once it is in flight, with a future of its outputs (keyed as
+  /// run() keys them); run() is run_async(...).get(). The future holds the Error a run fails
+  /// with (the codes run() throws); a failed run leaves the executable usable. Waits first while
+  /// Options.max_in_flight runs are in flight, and, when the graph assigns variables, until the
+  /// assigning run before it has committed. The run keeps references to the input tensors (their
+  /// memory stays alive until it ends, whatever the caller drops), not copies: do not write into
+  /// an input until the future is ready. `options` is copied. Destroying the last copy of the
+  /// executable waits for its runs in flight.
+  std::future<std::map<std::string, Tensor>> run_async(const std::map<std::string, Tensor>& inputs,
+                                                       const RunOptions& options = {}) const;
   /// Runs with values of any kind (tensors, sequences, absent optionals) in inputs() order;
   /// returns them in outputs() order with the run's statistics (and profile when asked).
   /// Throws as run() does.
   RunResult run_values(std::vector<Datum> inputs, const RunOptions& options = {}) const;
+  /// run_values started as run_async starts a run: run_values is run_values_async(...).get().
+  std::future<RunResult> run_values_async(std::vector<Datum> inputs,
+                                          const RunOptions& options = {}) const;
   /// The inputs a run takes (a variable is no input: the executable binds it).
   std::vector<ValueInfo> inputs() const;
   /// The outputs a run returns (a variable's assign is none: the run commits it).

@@ -192,6 +192,7 @@ void bind_session(py::module_& m) {
       .def(py::init<>())
       .def_readwrite("num_threads", &Options::num_threads)
       .def_readwrite("shape_cache_capacity", &Options::shape_cache_capacity)
+      .def_readwrite("max_in_flight", &Options::max_in_flight)
       .def_readwrite("optimize", &Options::optimize)
       .def_readwrite("compute_units", &Options::compute_units)
       .def_readwrite("device", &Options::device)

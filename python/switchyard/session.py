@@ -64,6 +64,7 @@ _CUDA_STREAM_LEGACY = 0x1  # cudaStreamLegacy (cuda_runtime_api.h)
 SWITCHYARD_OPTIONS = {
     "num_threads": _kind(int, 0),
     "shape_cache_capacity": _kind(int, 0),
+    "max_in_flight": _kind(int),
     "optimize": _kind(bool),
     "compute_units": _kind(str),
     "device": _device,

@@ -132,6 +132,21 @@ runtime::ExecutionPlan make_plan(const ir::Graph& graph, const placement::Placem
   for (const auto& c : pl.shape_transfers)
     plan.steps[static_cast<size_t>(c.before_partition)].shape_transfers_before.push_back(
         copy_of(c));
+  // Steps run as soon as what they read is ready: a step also waits for each partition that
+  // produces a value one of its nodes reads without it being a partition input (a control
+  // dependency's ordering input), so the order placement promised holds.
+  std::map<const ir::Node*, size_t> partition_of;
+  for (size_t p = 0; p < num_parts; ++p)
+    for (const ir::Node* n : pl.partitions[p].nodes) partition_of.emplace(n, p);
+  for (size_t p = 0; p < num_parts; ++p) {
+    std::set<int> after;
+    for (const ir::Node* n : pl.partitions[p].nodes)
+      for (const ir::Value* v : n->inputs()) {
+        auto it = v && v->producer() ? partition_of.find(v->producer()) : partition_of.end();
+        if (it != partition_of.end() && it->second != p) after.insert(static_cast<int>(it->second));
+      }
+    plan.steps[p].after.assign(after.begin(), after.end());
+  }
   return plan;
 }
 
@@ -266,6 +281,7 @@ std::shared_ptr<const CompiledModel> lower_placed(
   ro.num_threads = options.num_threads;
   ro.shape_cache_capacity = options.shape_cache_capacity;
   ro.poison_buffers = options.poison_buffers;
+  ro.max_in_flight = options.max_in_flight;
   std::vector<std::shared_ptr<const runtime::Device>> run_devices(devices.begin(), devices.end());
   auto exe = std::make_shared<const runtime::Executable>(std::move(graph), std::move(run_devices),
                                                          std::move(plan), ro);

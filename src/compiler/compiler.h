@@ -5,6 +5,7 @@
 // beside the executable.
 #pragma once
 
+#include <future>
 #include <map>
 #include <memory>
 #include <string>
@@ -26,6 +27,8 @@ struct CompileOptions {
   bool optimize = true;
   /// Fill fresh buffers with 0xFF bytes (tests use it to catch reads of unwritten memory).
   bool poison_buffers = false;
+  /// Runs in flight at once (runtime::RuntimeOptions::max_in_flight).
+  int max_in_flight = 8;
   /// Where nodes may and should run.
   placement::Policy policy;
   /// What every device's compile of its partitions is asked for (precision, fusion, device
@@ -84,6 +87,12 @@ class CompiledModel {
                              runtime::Profiler* profiler = nullptr,
                              const runtime::RunControl* control = nullptr) const {
     return executable_->run(inputs, stats, profiler, control);
+  }
+  /// runtime::Executable::run_async (thread-safe).
+  std::future<std::vector<ir::Datum>> run_async(
+      std::vector<ir::Datum> inputs, runtime::RunStats* stats = nullptr,
+      runtime::Profiler* profiler = nullptr, const runtime::RunControl* control = nullptr) const {
+    return executable_->run_async(std::move(inputs), stats, profiler, control);
   }
   size_t cached_shape_signatures() const { return executable_->cached_shape_signatures(); }
 

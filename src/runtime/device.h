@@ -35,6 +35,10 @@ struct DeviceInfo {
   /// cuDNN and cuBLASLt versions): part of a compile's identity (the compile cache).
   std::string software;
   std::vector<std::string> peers;  ///< GPUs: ids of devices it can access directly
+  /// Partitions the device runs at the same time, each on a worker thread of its queue (the
+  /// runtime's DeviceQueue); 0: one for each run in flight (the cpu; GPUs, whose streams
+  /// overlap). A simulated device runs one at a time, like one accelerator queue.
+  int concurrent_partitions = 0;
   // Cost-model parameters (placement estimates; not promises).
   double gflops = 50.0;            ///< sustained arithmetic rate
   double gbytes_per_s = 20.0;      ///< sustained memory bandwidth
@@ -118,6 +122,9 @@ class Device {
   /// in this device's memory of the same dtype and shape (RunOptions.output_buffers). The
   /// default is a host memcpy, for devices whose memory host code reads.
   virtual void copy_into(const ir::Tensor& src, const ir::Tensor& dst) const;
+  /// Simulated timing: the µs a copy of `bytes` to or from this device is modelled to take (the
+  /// thread that made the copy is held until then); 0 for devices that take the time they take.
+  virtual double simulated_copy_us(size_t /*bytes*/) const { return 0; }
   /// The tag of this device's memory on pool blocks and caller buffers (memory_space_of).
   virtual int memory_space() const = 0;
   /// Whether a tensor's storage lives in this device's memory.

@@ -1,7 +1,5 @@
 #include "runtime/executable.h"
 
-#include <omp.h>
-
 #include <chrono>
 #include <set>
 #include <thread>
@@ -23,23 +21,6 @@ std::string datum_signature(const ir::Datum& d) {
     return s + ")";
   }
   return "none";
-}
-
-// An output's dtype is the one the model declares (compile refuses models whose nodes produce
-// another); a kernel that disagreed with type inference would break that promise.
-void check_output_dtype(const ir::Value& v, const ir::Datum& d) {
-  const ir::Type* t = &v.type();
-  if (t->is_optional() && t->element) t = t->element.get();
-  ir::DType got = ir::DType::Undefined;
-  if (d.is_tensor() && t->is_tensor()) {
-    got = d.tensor.dtype();
-  } else if (d.is_sequence() && t->is_sequence() && t->element && t->element->is_tensor()) {
-    t = t->element.get();
-    got = d.sequence_dtype;
-  }
-  SY_CHECK(got == ir::DType::Undefined || t->dtype == ir::DType::Undefined || got == t->dtype,
-           Internal, "output '{}' came out as {}, but its type is {}", v.name(),
-           ir::dtype_name(got), ir::dtype_name(t->dtype));
 }
 
 }  // namespace
@@ -92,6 +73,96 @@ Executable::Executable(std::unique_ptr<ir::Graph> graph,
     if (!graph_->find_variable(v->name())) user_inputs_.push_back(v);
   for (size_t i = 0; i < graph_outputs.size(); ++i)
     if (!assign_output_[i]) user_outputs_.push_back(graph_outputs[i]);
+
+  SY_CHECK(options_.max_in_flight >= 1 && options_.max_in_flight <= kMaxRunsInFlight,
+           InvalidArgument, "Options.max_in_flight is {}; expected 1 to {} runs",
+           options_.max_in_flight, kMaxRunsInFlight);
+  link_steps();
+  for (const auto& d : devices_) {
+    int workers = d->device().concurrent_partitions;
+    queues_.push_back(std::make_unique<DeviceQueue>(
+        d->device().id, workers > 0 ? workers : options_.max_in_flight, num_threads_));
+  }
+}
+
+Executable::~Executable() {
+  {
+    std::unique_lock<std::mutex> lock(flight_mutex_);
+    flight_changed_.wait(lock, [&] { return in_flight_ == 0; });
+  }
+  queues_.clear();  // joins the workers while everything they might touch is still here
+}
+
+void Executable::link_steps() {
+  const size_t num_steps = plan_.steps.size();
+  const size_t num_values = plan_.values.size();
+  const size_t num_devices = devices_.size();
+  links_.assign(num_steps, StepLinks{});
+  readers_.assign(num_values, 0);
+  released_.assign(num_values, 0);
+  // Replays the plan in order: which step produced each value, and which step last made it
+  // present on each device (its producer, or a step whose copies brought it there).
+  std::vector<int> producer(num_values, -1);
+  std::vector<std::vector<int>> maker(num_values, std::vector<int>(num_devices, -1));
+  auto check = [&](int id, int device) {
+    SY_CHECK(id >= 0 && static_cast<size_t>(id) < num_values && device >= 0 &&
+                 static_cast<size_t>(device) < num_devices,
+             Internal, "Executable: the plan names value {} on device {}", id, device);
+  };
+  for (size_t p = 0; p < num_steps; ++p) {
+    const ExecutionPlan::Step& step = plan_.steps[p];
+    check(0, step.device);
+    std::set<int> waits, reads;
+    auto needs = [&](int id, int device) {
+      check(id, device);
+      reads.insert(id);
+      for (int q : {producer[static_cast<size_t>(id)],
+                    maker[static_cast<size_t>(id)][static_cast<size_t>(device)]})
+        if (q >= 0) waits.insert(q);
+    };
+    for (const ExecutionPlan::Copy& c : step.copies_before) needs(c.value, c.from_device);
+    for (const ExecutionPlan::Copy& c : step.shape_transfers_before) needs(c.value, c.from_device);
+    for (size_t k = 0; k < step.inputs.size(); ++k) {
+      bool on_host = k < step.input_on_host.size() && step.input_on_host[k];
+      needs(step.inputs[k], on_host ? 0 : step.device);
+    }
+    for (int q : step.after) {
+      SY_CHECK(q >= 0 && static_cast<size_t>(q) < p, Internal,
+               "Executable: step {} is ordered after step {}, which does not come before it", p, q);
+      waits.insert(q);
+    }
+    for (const ExecutionPlan::Copy& c : step.copies_before) {
+      check(c.value, c.to_device);
+      maker[static_cast<size_t>(c.value)][static_cast<size_t>(c.to_device)] = static_cast<int>(p);
+    }
+    for (int id : step.outputs) {
+      check(id, step.device);
+      producer[static_cast<size_t>(id)] = static_cast<int>(p);
+      maker[static_cast<size_t>(id)][static_cast<size_t>(step.device)] = static_cast<int>(p);
+    }
+    links_[p].dependencies = static_cast<int>(waits.size());
+    for (int q : waits) links_[static_cast<size_t>(q)].dependents.push_back(static_cast<int>(p));
+    links_[p].reads.assign(reads.begin(), reads.end());
+    for (int id : reads) ++readers_[static_cast<size_t>(id)];
+    for (int id : step.release_after) {
+      check(id, 0);
+      released_[static_cast<size_t>(id)] = 1;
+    }
+  }
+}
+
+void Executable::begin_flight() const {
+  std::unique_lock<std::mutex> lock(flight_mutex_);
+  flight_changed_.wait(lock, [&] { return in_flight_ < options_.max_in_flight; });
+  ++in_flight_;
+}
+
+void Executable::end_flight() const {
+  // Notified under the lock: a destructor waiting for the last run may free the condition
+  // variable as soon as it can take the lock.
+  std::lock_guard<std::mutex> lock(flight_mutex_);
+  --in_flight_;
+  flight_changed_.notify_all();
 }
 
 std::shared_ptr<const VariableValues> Executable::variables() const {
@@ -118,10 +189,15 @@ void Executable::set_variable(const std::string& name, const ir::Tensor& value) 
            "set_variable '{}': the value is in a device's memory; variables live in host memory",
            name);
   // After the assigning run in flight, if any: its commit must not overwrite this value.
-  std::lock_guard<std::mutex> serial(run_mutex_);
+  ir::Tensor copy = value.clone();
+  run_turn_.acquire();
+  struct Turn {
+    std::binary_semaphore& turn;
+    ~Turn() { turn.release(); }
+  } release_turn{run_turn_};
   std::lock_guard<std::mutex> lock(state_mutex_);
   auto next = std::make_shared<VariableValues>(*state_);
-  (*next)[name] = value.clone();
+  (*next)[name] = std::move(copy);
   state_ = std::move(next);
 }
 
@@ -221,282 +297,111 @@ size_t Executable::cached_shape_signatures() const {
 std::vector<ir::Datum> Executable::run(std::vector<ir::Datum> inputs, RunStats* stats,
                                        runtime::Profiler* profiler,
                                        const RunControl* control) const {
-  if (variable_slots_.empty()) return run_graph(std::move(inputs), stats, profiler, control);
-  return run_with_variables(std::move(inputs), stats, profiler, control);
+  return run_async(std::move(inputs), stats, profiler, control).get();
 }
 
-std::vector<ir::Datum> Executable::run_with_variables(std::vector<ir::Datum> inputs,
-                                                      RunStats* stats, runtime::Profiler* profiler,
-                                                      const RunControl* control) const {
-  SY_CHECK(inputs.size() == user_inputs_.size(), InvalidArgument,
-           "the model takes {} inputs, {} were given", user_inputs_.size(), inputs.size());
-  const auto& graph_outputs = graph_->outputs();
-  // Caller buffers come indexed by user output; the plan indexes every graph output.
-  RunControl graph_control;
-  if (control) {
-    graph_control = *control;
+std::future<std::vector<ir::Datum>> Executable::run_async(std::vector<ir::Datum> inputs,
+                                                          RunStats* stats,
+                                                          runtime::Profiler* profiler,
+                                                          const RunControl* control) const {
+  auto promise = std::make_shared<std::promise<std::vector<ir::Datum>>>();
+  std::future<std::vector<ir::Datum>> future = promise->get_future();
+  start_run(
+      std::move(inputs),
+      [promise](std::vector<ir::Datum> outputs, std::exception_ptr error) {
+        if (error) {
+          promise->set_exception(std::move(error));
+        } else {
+          promise->set_value(std::move(outputs));
+        }
+      },
+      stats, profiler, control);
+  return future;
+}
+
+void Executable::start_run(std::vector<ir::Datum> inputs, RunDone done, RunStats* stats,
+                           runtime::Profiler* profiler, const RunControl* control) const {
+  // The deadline counts from the call, waits for a place in flight or a turn included.
+  const auto started = std::chrono::steady_clock::now();
+  const RunControl no_control;
+  if (variable_slots_.empty()) {
+    try {
+      launch_graph(std::move(inputs), done, stats, profiler, control ? *control : no_control,
+                   started);
+    } catch (...) {
+      done({}, std::current_exception());
+    }
+    return;
+  }
+  bool turn = false;
+  try {
+    SY_CHECK(inputs.size() == user_inputs_.size(), InvalidArgument,
+             "the model takes {} inputs, {} were given", user_inputs_.size(), inputs.size());
+    const auto& graph_outputs = graph_->outputs();
+    // Caller buffers come indexed by user output; the plan indexes every graph output.
+    RunControl graph_control = control ? *control : no_control;
     graph_control.output_buffers.clear();
-    for (size_t i = 0, u = 0; i < graph_outputs.size() && !control->output_buffers.empty(); ++i) {
+    for (size_t i = 0, u = 0;
+         control && i < graph_outputs.size() && !control->output_buffers.empty(); ++i) {
       graph_control.output_buffers.emplace_back();
       if (!assign_output_[i] && u < control->output_buffers.size())
         graph_control.output_buffers.back() = control->output_buffers[u++];
     }
-  }
-  // A run that assigns holds the lock from its read of the state to its commit: runs are
-  // serializable, and concurrent increments are never lost.
-  std::unique_lock<std::mutex> serial(run_mutex_, std::defer_lock);
-  if (assigns_) serial.lock();
-  std::shared_ptr<const VariableValues> state = variables();
-  std::vector<ir::Datum> all(graph_->inputs().size());
-  std::vector<char> bound(all.size(), 0);
-  for (const VariableSlot& v : variable_slots_) {
-    all[v.input] = ir::Datum(state->at(v.name));
-    bound[v.input] = 1;
-  }
-  for (size_t i = 0, u = 0; i < all.size(); ++i)
-    if (!bound[i]) all[i] = std::move(inputs[u++]);
-  std::vector<ir::Datum> outs =
-      run_graph(std::move(all), stats, profiler, control ? &graph_control : nullptr);
-  if (assigns_) {
-    auto next = std::make_shared<VariableValues>(*state);
+    // A run that assigns holds the turn from its read of the state to its commit: runs are
+    // serializable, and concurrent increments are never lost.
+    if (assigns_) {
+      run_turn_.acquire();
+      turn = true;
+    }
+    std::shared_ptr<const VariableValues> state = variables();
+    std::vector<ir::Datum> all(graph_->inputs().size());
+    std::vector<char> bound(all.size(), 0);
     for (const VariableSlot& v : variable_slots_) {
-      if (v.output < 0) continue;
-      const ir::Datum& d = outs[static_cast<size_t>(v.output)];
-      SY_CHECK(d.is_tensor() && d.tensor.dtype() == v.dtype && d.tensor.shape() == v.shape,
-               InvalidArgument,
-               "variable '{}': the run assigned it {} {}, but the variable is {} {}; nothing was "
-               "assigned",
-               v.name, d.is_tensor() ? ir::dtype_name(d.tensor.dtype()) : "a non-tensor",
-               d.is_tensor() ? ir::shape_to_string(d.tensor.shape()) : std::string(),
-               ir::dtype_name(v.dtype), ir::shape_to_string(v.shape));
-      // A copy: the state owns its memory, apart from the run's pools and the caller's tensors.
-      (*next)[v.name] = d.tensor.clone();
+      all[v.input] = ir::Datum(state->at(v.name));
+      bound[v.input] = 1;
     }
-    std::lock_guard<std::mutex> lock(state_mutex_);
-    state_ = std::move(next);
+    for (size_t i = 0, u = 0; i < all.size(); ++i)
+      if (!bound[i]) all[i] = std::move(inputs[u++]);
+    RunDone commit = [this, state, turn, done](std::vector<ir::Datum> outs,
+                                               std::exception_ptr error) {
+      if (!error && assigns_) {
+        try {
+          auto next = std::make_shared<VariableValues>(*state);
+          for (const VariableSlot& v : variable_slots_) {
+            if (v.output < 0) continue;
+            const ir::Datum& d = outs[static_cast<size_t>(v.output)];
+            SY_CHECK(d.is_tensor() && d.tensor.dtype() == v.dtype && d.tensor.shape() == v.shape,
+                     InvalidArgument,
+                     "variable '{}': the run assigned it {} {}, but the variable is {} {}; "
+                     "nothing was assigned",
+                     v.name, d.is_tensor() ? ir::dtype_name(d.tensor.dtype()) : "a non-tensor",
+                     d.is_tensor() ? ir::shape_to_string(d.tensor.shape()) : std::string(),
+                     ir::dtype_name(v.dtype), ir::shape_to_string(v.shape));
+            // A copy: the state owns its memory, apart from the run's pools and the caller's.
+            (*next)[v.name] = d.tensor.clone();
+          }
+          std::lock_guard<std::mutex> lock(state_mutex_);
+          state_ = std::move(next);
+        } catch (...) {
+          error = std::current_exception();
+        }
+      }
+      if (turn) run_turn_.release();
+      std::vector<ir::Datum> results;
+      for (size_t i = 0; !error && i < outs.size(); ++i)
+        if (!assign_output_[i]) results.push_back(std::move(outs[i]));
+      done(std::move(results), std::move(error));
+    };
+    launch_graph(std::move(all), commit, stats, profiler, graph_control, started);
+  } catch (...) {
+    // Nothing was started: the turn (if taken) is free again.
+    if (turn) run_turn_.release();
+    done({}, std::current_exception());
   }
-  std::vector<ir::Datum> results;
-  for (size_t i = 0; i < outs.size(); ++i)
-    if (!assign_output_[i]) results.push_back(std::move(outs[i]));
-  return results;
 }
 
-std::vector<ir::Datum> Executable::run_graph(std::vector<ir::Datum> inputs, RunStats* stats,
-                                             runtime::Profiler* profiler,
-                                             const RunControl* control) const {
-  auto started = std::chrono::steady_clock::now();
-  std::string signature = check_inputs(inputs);
-  bool hit = false;
-  PoolSet pools = acquire_pools(signature, &hit);
-  for (auto& pool : pools) pool->reset_peak();
-  runtime::RunState state;
-  state.num_threads = num_threads_;
-  state.profiler = profiler;
-  if (control) {
-    state.cancel_flag = control->cancel_flag;
-    state.caller_queue = control->caller_queue;
-    if (control->deadline_ms > 0) {
-      state.deadline_ms = control->deadline_ms;
-      state.deadline = started + std::chrono::milliseconds(control->deadline_ms);
-    }
-  }
-  // OpenMP's thread count is per calling thread, so concurrent runs do not disturb each other.
-  omp_set_num_threads(num_threads_);
-  int64_t run_start = profiler ? profiler->now_us() : 0;
-
-  // Each crossing value, per device where a copy of it lives. An input starts on the device
-  // whose memory holds it (the host unless a caller passed device memory).
-  const std::vector<const ir::Value*>& values = plan_.values;
-  size_t num_devices = devices_.size();
-  std::vector<std::vector<ir::Datum>> where(values.size(), std::vector<ir::Datum>(num_devices));
-  std::vector<std::vector<char>> present(values.size(), std::vector<char>(num_devices, 0));
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    size_t at = 0;
-    if (inputs[i].is_tensor() && !devices_[0]->owns(inputs[i].tensor)) {
-      for (size_t d = 1; d < num_devices; ++d)
-        if (devices_[d]->owns(inputs[i].tensor)) at = d;
-      if (at == 0) {
-        std::vector<const DeviceInfo*> infos;
-        for (const auto& d : devices_) infos.push_back(&d->device());
-        SY_THROW(InvalidArgument,
-                 "input '{}' is in the memory of a device this executable does not use ({})",
-                 graph_->inputs()[i]->name(), device_list_text(infos));
-      }
-    }
-    where[i][at] = std::move(inputs[i]);
-    present[i][at] = 1;
-  }
-  int copies = 0;
-  size_t copied_bytes = 0;
-  // Where value `id` is read from: device `preferred` when it is there, else the first device
-  // that has it (the host first), which must exist (`who` needs it).
-  auto source_of = [&](size_t id, size_t preferred, size_t who) {
-    if (present[id][preferred]) return preferred;
-    for (size_t d = 0; d < num_devices; ++d)
-      if (present[id][d]) return d;
-    SY_THROW(Internal, "value '{}' is on no device when {} needs it", values[id]->name(),
-             devices_[who]->device().id);
-  };
-  // Makes value `id` present on device `to`, copying from `from` when it is there, else from
-  // wherever it is (the host first): a planned copy of a value that is already where it goes
-  // (a caller's device input) is skipped.
-  auto ensure = [&](size_t id, size_t to, size_t from) {
-    if (present[id][to]) return;
-    from = source_of(id, from, to);
-    int64_t start = profiler ? profiler->now_us() : 0;
-    const ir::Datum& src = where[id][from];
-    // A device whose memory host code cannot read copies its values out itself.
-    const Device& source = *devices_[from];
-    where[id][to] = !source.device().host_addressable && devices_[to]->device().host_addressable
-                        ? source.copy_out(src, *pools[to])
-                        : devices_[to]->copy_in(src, *pools[to]);
-    present[id][to] = 1;
-    ++copies;
-    size_t bytes = src.is_tensor() ? src.tensor.nbytes() : 0;
-    for (const auto& t : src.sequence) bytes += t.nbytes();
-    copied_bytes += bytes;
-    if (profiler) {
-      runtime::ProfileEvent e;
-      e.name = fmt::format("copy {} {}->{}", values[id]->name(), devices_[from]->device().id,
-                           devices_[to]->device().id);
-      e.op = "Copy";
-      e.device = devices_[to]->device().id;
-      e.category = "Copy";
-      e.start_us = start;
-      e.duration_us = profiler->now_us() - start;
-      if (src.is_tensor()) e.input_shapes.push_back(ir::shape_to_string(src.tensor.shape()));
-      profiler->record(std::move(e));
-    }
-  };
-  auto do_copy = [&](const ExecutionPlan::Copy& c) {
-    ensure(static_cast<size_t>(c.value), static_cast<size_t>(c.to_device),
-           static_cast<size_t>(c.from_device));
-  };
-
-  for (size_t p = 0; p < plan_.steps.size(); ++p) {
-    const ExecutionPlan::Step& step = plan_.steps[p];
-    size_t pd = static_cast<size_t>(step.device);
-    for (const ExecutionPlan::Copy& c : step.copies_before) do_copy(c);
-    std::map<int, ir::Datum> shape_only;
-    for (const ExecutionPlan::Copy& c : step.shape_transfers_before) {
-      // Only the shape crosses: a tensor without data, read by Shape/Size alone.
-      size_t id = static_cast<size_t>(c.value);
-      const ir::Datum& src = where[id][source_of(id, static_cast<size_t>(c.from_device), pd)];
-      SY_ASSERT(src.is_tensor());
-      shape_only[c.value] =
-          ir::Datum(ir::Tensor::wrap(src.tensor.dtype(), src.tensor.shape(), nullptr, nullptr));
-    }
-    std::vector<ir::Datum> part_inputs;
-    for (size_t k = 0; k < step.inputs.size(); ++k) {
-      int id = step.inputs[k];
-      size_t at = k < step.input_on_host.size() && step.input_on_host[k] ? 0 : pd;
-      // A caller's device input read elsewhere than where it is: copied there now.
-      if (!shape_only.count(id)) ensure(static_cast<size_t>(id), at, 0);
-      if (present[static_cast<size_t>(id)][at]) {
-        part_inputs.push_back(where[static_cast<size_t>(id)][at]);
-      } else {
-        auto it = shape_only.find(id);
-        SY_CHECK(it != shape_only.end(), Internal, "value '{}' is not on {} for partition {}",
-                 values[static_cast<size_t>(id)]->name(), devices_[pd]->device().id, p);
-        part_inputs.push_back(it->second);
-      }
-    }
-    if (step.first_node) state.check_stop(*step.first_node);
-    state.pool = pools[pd];
-    state.device = devices_[pd]->device().id;
-    std::vector<ir::Datum> outs = step.partition->run(std::move(part_inputs), state);
-    for (size_t i = 0; i < outs.size(); ++i) {
-      size_t id = static_cast<size_t>(step.outputs[i]);
-      where[id][pd] = std::move(outs[i]);
-      present[id][pd] = 1;
-    }
-    for (int id : step.release_after) {
-      for (size_t d = 0; d < num_devices; ++d) {
-        where[static_cast<size_t>(id)][d] = ir::Datum();
-        present[static_cast<size_t>(id)][d] = 0;
-      }
-    }
-  }
-  size_t out_device = control ? static_cast<size_t>(control->output_device) : 0;
-  SY_CHECK(out_device < num_devices, InvalidArgument,
-           "the outputs' device index {} is out of range", out_device);
-  if (out_device == 0)
-    for (const ExecutionPlan::Copy& c : plan_.final_copies) do_copy(c);
-
-  std::vector<ir::Datum> outputs;
-  for (size_t o = 0; o < graph_->outputs().size(); ++o) {
-    const ir::Value* v = graph_->outputs()[o];
-    // A variable's assign is committed from host memory, wherever the outputs go.
-    const size_t out_at = assign_output_[o] ? 0 : out_device;
-    if (v->is_constant()) {
-      outputs.emplace_back(v->constant());
-      if (out_at != 0) {
-        outputs.back() = devices_[out_device]->copy_in(outputs.back(), *pools[out_device]);
-        ++copies;
-        copied_bytes += v->constant().nbytes();
-      }
-      continue;
-    }
-    auto found = value_ids_.find(v);
-    int id = found == value_ids_.end() ? -1 : found->second;
-    SY_CHECK(id >= 0, Internal, "output '{}' is not in the plan", v->name());
-    ensure(static_cast<size_t>(id), out_at, 0);
-    outputs.push_back(where[static_cast<size_t>(id)][out_at]);
-  }
-  for (size_t i = 0; i < outputs.size(); ++i) check_output_dtype(*graph_->outputs()[i], outputs[i]);
-  // Caller buffers: each output written into its buffer on the buffer's device (a copy).
-  for (size_t i = 0; control && i < control->output_buffers.size() && i < outputs.size(); ++i) {
-    const ir::Tensor& buffer = control->output_buffers[i];
-    if (!buffer.defined()) continue;
-    const ir::Value& v = *graph_->outputs()[i];
-    size_t at = num_devices;
-    for (size_t d = 0; d < num_devices && at == num_devices; ++d)
-      if (devices_[d]->owns(buffer)) at = d;
-    SY_CHECK(at < num_devices, InvalidArgument,
-             "the buffer for output '{}' is in the memory of a device this executable does not use",
-             v.name());
-    SY_CHECK(outputs[i].is_tensor(), InvalidArgument,
-             "output '{}' is not a tensor; it cannot be written into a buffer", v.name());
-    ir::Tensor result = outputs[i].tensor;
-    SY_CHECK(result.dtype() == buffer.dtype() && result.shape() == buffer.shape(), InvalidArgument,
-             "output '{}' is {} {}; the buffer given for it is {} {}", v.name(),
-             ir::dtype_name(result.dtype()), ir::shape_to_string(result.shape()),
-             ir::dtype_name(buffer.dtype()), ir::shape_to_string(buffer.shape()));
-    if (at != out_device && !v.is_constant()) {
-      auto found = value_ids_.find(&v);
-      ensure(static_cast<size_t>(found->second), at, out_device);
-      result = where[static_cast<size_t>(found->second)][at].tensor;
-    }
-    devices_[at]->copy_into(result, buffer);
-    ++copies;
-    copied_bytes += buffer.nbytes();
-    outputs[i] = ir::Datum(buffer);
-  }
-  if (profiler) {
-    runtime::ProfileEvent e;
-    e.name = "model_run";
-    e.op = "run";
-    e.device = "cpu";
-    e.category = "Session";
-    e.start_us = run_start;
-    e.duration_us = profiler->now_us() - run_start;
-    profiler->record(std::move(e));
-  }
-  if (stats) {
-    stats->peak_bytes = 0;
-    for (const auto& pool : pools) stats->peak_bytes += pool->peak_bytes();
-    stats->shape_cache_hit = hit;
-    stats->shape_signature = signature;
-    stats->copies = copies;
-    stats->copied_bytes = copied_bytes;
-  }
-  release_pools(signature, std::move(pools));
-  return outputs;
-}
-
-std::vector<ir::Datum> Executable::run(const std::map<std::string, ir::Datum>& inputs,
-                                       RunStats* stats, runtime::Profiler* profiler,
-                                       const RunControl* control) const {
+std::vector<ir::Datum> Executable::order_inputs(
+    const std::map<std::string, ir::Datum>& inputs) const {
   std::vector<ir::Datum> ordered;
   size_t used = 0;
   for (const auto& [name, d] : inputs)
@@ -518,7 +423,13 @@ std::vector<ir::Datum> Executable::run(const std::map<std::string, ir::Datum>& i
       SY_CHECK(known, InvalidArgument, "'{}' is not an input of the model", name);
     }
   }
-  return run(std::move(ordered), stats, profiler, control);
+  return ordered;
+}
+
+std::vector<ir::Datum> Executable::run(const std::map<std::string, ir::Datum>& inputs,
+                                       RunStats* stats, runtime::Profiler* profiler,
+                                       const RunControl* control) const {
+  return run(order_inputs(inputs), stats, profiler, control);
 }
 
 }  // namespace switchyard::runtime

@@ -1,20 +1,29 @@
 // Executable: what the compiler produced (src/compiler/), run at any input shape its symbolic
-// dims allow — compiled partitions in order on their devices, with the copies between them.
-// Immutable once built but for its variables' state (a snapshot pointer swapped under a lock);
-// run() is thread-safe and reentrant (per-run scratch comes from pools, never from members). The
-// runtime knows nothing of how the plan was made (passes, placement).
+// dims allow — compiled partitions on their devices, with the copies between them. Each device
+// runs its partitions from its own queue (DeviceQueue); a partition starts once the partitions
+// it reads from are done, so devices work at the same time, within a run and across the runs in
+// flight (run_async). Immutable once built but for its variables' state (a snapshot pointer
+// swapped under a lock); runs are thread-safe and reentrant (per-run scratch comes from pools,
+// never from members). The runtime knows nothing of how the plan was made (passes, placement).
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <functional>
+#include <future>
 #include <list>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <semaphore>
 #include <string>
 #include <vector>
 
 #include "ir/graph.h"
 #include "runtime/device.h"
+#include "runtime/device_queue.h"
 #include "runtime/profiler.h"
 
 namespace switchyard::runtime {
@@ -33,7 +42,12 @@ struct RuntimeOptions {
   /// Device id → the executable's budget there (`--memory-limit` on any other device), shared
   /// with its compiled partitions: every run's pool on the device is charged to it.
   std::map<std::string, std::shared_ptr<MemoryBudget>> memory_budgets;
+  /// Runs in flight at once (Options.max_in_flight): one more waits in run_async until one ends.
+  int max_in_flight = 8;
 };
+
+/// The bounds of RuntimeOptions::max_in_flight.
+constexpr int kMaxRunsInFlight = 1024;
 
 /// The program of an executable: the compiled partitions in execution order and the values
 /// that cross between them, by dense id.
@@ -56,6 +70,9 @@ struct ExecutionPlan {
     std::vector<Copy> shape_transfers_before;
     std::vector<int> release_after;        ///< value ids no later step or output reads
     const ir::Node* first_node = nullptr;  ///< named when a stop request is seen before it
+    /// Earlier steps this one must follow though it reads nothing they produce in its inputs
+    /// (a control dependency's ordering input: no data crosses, the order does).
+    std::vector<int> after;
   };
   /// Crossing values by id; the graph inputs come first, in graph-input order.
   std::vector<const ir::Value*> values;
@@ -83,11 +100,18 @@ struct RunControl {
   std::vector<ir::Tensor> output_buffers;
 };
 
+class RunJob;
+
 class Executable {
  public:
-  /// `devices[0]` is the host cpu; every step's device indexes `devices`.
+  /// `devices[0]` is the host cpu; every step's device indexes `devices`. Throws
+  /// InvalidArgument naming Options.max_in_flight when it is outside 1..kMaxRunsInFlight.
   Executable(std::unique_ptr<ir::Graph> graph, std::vector<std::shared_ptr<const Device>> devices,
              ExecutionPlan plan, const RuntimeOptions& options);
+  /// Waits for the runs in flight to end, then stops the devices' workers.
+  ~Executable();
+  Executable(const Executable&) = delete;
+  Executable& operator=(const Executable&) = delete;
 
   const ir::Graph& graph() const { return *graph_; }
   const RuntimeOptions& options() const { return options_; }
@@ -121,6 +145,7 @@ class Executable {
   /// Variables: the run reads the state current when it starts and, when it succeeds, commits
   /// every assign at once (a failed run commits nothing); runs of a graph that assigns
   /// variables run one at a time, so the state is always that of some sequence of whole runs.
+  /// run_async(...).get().
   std::vector<ir::Datum> run(std::vector<ir::Datum> inputs, RunStats* stats = nullptr,
                              runtime::Profiler* profiler = nullptr,
                              const RunControl* control = nullptr) const;
@@ -129,22 +154,50 @@ class Executable {
   std::vector<ir::Datum> run(const std::map<std::string, ir::Datum>& inputs,
                              RunStats* stats = nullptr, runtime::Profiler* profiler = nullptr,
                              const RunControl* control = nullptr) const;
+  /// The run of run() started on the devices' queues: returns once it is in flight, with a
+  /// future of its outputs, or of the Error it fails with. Waits first while max_in_flight runs
+  /// are in flight, and, when the graph assigns variables, until the assigning run before it has
+  /// committed. The run holds references to its inputs (their storage stays alive until it
+  /// ends; the caller must not write into them meanwhile) and copies `control`; `stats`,
+  /// `profiler` and the cancellation flag must stay valid until the future is ready.
+  std::future<std::vector<ir::Datum>> run_async(std::vector<ir::Datum> inputs,
+                                                RunStats* stats = nullptr,
+                                                runtime::Profiler* profiler = nullptr,
+                                                const RunControl* control = nullptr) const;
+  /// What start_run calls once the run ends: its outputs, or the error it failed with (and no
+  /// outputs). Called on a device worker (or on the caller's thread, for a run that fails its
+  /// checks or has no partition); it must not throw, and must not destroy the executable.
+  using RunDone = std::function<void(std::vector<ir::Datum> outputs, std::exception_ptr error)>;
+  /// run_async with a completion callback instead of a future.
+  void start_run(std::vector<ir::Datum> inputs, RunDone done, RunStats* stats = nullptr,
+                 runtime::Profiler* profiler = nullptr, const RunControl* control = nullptr) const;
+  /// Named inputs in user_inputs() order; throws InvalidArgument for a missing, unknown or
+  /// variable's name.
+  std::vector<ir::Datum> order_inputs(const std::map<std::string, ir::Datum>& inputs) const;
+  /// The bound on runs in flight (RuntimeOptions::max_in_flight).
+  int max_in_flight() const { return options_.max_in_flight; }
 
   /// Number of shape signatures currently cached.
   size_t cached_shape_signatures() const;
 
  private:
+  friend class RunJob;
   using PoolSet = std::vector<std::shared_ptr<runtime::HostPool>>;
-  // Runs the plan with every graph input (variables included); returns every graph output,
-  // the assigns' in host memory. `control`'s output_buffers are indexed by graph output.
-  std::vector<ir::Datum> run_graph(std::vector<ir::Datum> inputs, RunStats* stats,
-                                   runtime::Profiler* profiler, const RunControl* control) const;
-  std::vector<ir::Datum> run_with_variables(std::vector<ir::Datum> inputs, RunStats* stats,
-                                            runtime::Profiler* profiler,
-                                            const RunControl* control) const;
+  // Starts the plan with every graph input (variables included) once a place in flight is free
+  // (run_job.cc); `done` gets every graph output, the assigns' in host memory, and the run
+  // leaves flight after it. `control`'s output_buffers are indexed by graph output. Throws
+  // (before anything is in flight) for inputs that do not fit.
+  void launch_graph(std::vector<ir::Datum> inputs, const RunDone& done, RunStats* stats,
+                    runtime::Profiler* profiler, const RunControl& control,
+                    std::chrono::steady_clock::time_point started) const;
   std::string check_inputs(const std::vector<ir::Datum>& inputs) const;
   PoolSet acquire_pools(const std::string& signature, bool* hit) const;
   void release_pools(const std::string& signature, PoolSet pools) const;
+  void begin_flight() const;
+  void end_flight() const;
+  // Which steps wait for which (from the plan, once): a step reads values that earlier steps
+  // produce or copy where it reads them.
+  void link_steps();
 
   std::unique_ptr<ir::Graph> graph_;
   std::vector<std::shared_ptr<const Device>> devices_;
@@ -165,9 +218,27 @@ class Executable {
   std::vector<const ir::Value*> user_inputs_, user_outputs_;
   std::vector<char> assign_output_;  // per graph output: 1 when it is a variable's assign
   bool assigns_ = false;             // some variable is assigned: runs are serialized
-  mutable std::mutex run_mutex_;     // held by each assigning run and by set_variable
-  mutable std::mutex state_mutex_;   // guards state_ (held only to read or swap the pointer)
+  // Taken by each assigning run from its read of the state to its commit (which may happen on
+  // another thread: a semaphore, not a mutex) and by set_variable.
+  mutable std::binary_semaphore run_turn_{1};
+  mutable std::mutex state_mutex_;  // guards state_ (held only to read or swap the pointer)
   mutable std::shared_ptr<const VariableValues> state_;
+
+  // The schedule: per step, the steps that wait for it, how many it waits for, and the values
+  // it reads; per value, how many steps read it and whether it is dropped once they are done.
+  struct StepLinks {
+    std::vector<int> dependents;
+    int dependencies = 0;
+    std::vector<int> reads;
+  };
+  std::vector<StepLinks> links_;
+  std::vector<int> readers_;
+  std::vector<char> released_;
+  // One queue per device, its workers started as work arrives.
+  std::vector<std::unique_ptr<DeviceQueue>> queues_;
+  mutable std::mutex flight_mutex_;
+  mutable std::condition_variable flight_changed_;
+  mutable int in_flight_ = 0;
 
   // Per shape signature: idle pool sets (one pool per device), most recently used first.
   struct CacheEntry {

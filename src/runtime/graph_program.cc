@@ -156,12 +156,16 @@ std::vector<ir::Datum> GraphProgram::run(std::vector<ir::Datum> inputs, RunState
     std::vector<ir::Datum> out(step.output_slots.size());
     KernelContext ctx(*step.node, in, out, state, &frame);
     int64_t start = state.profiler ? state.profiler->now_us() : 0;
+    const auto started =
+        state.pacer ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     run_kernel(*step.kernel, *step.node, ctx);
+    if (state.pacer) state.pacer->after_node(*step.node, started);
     if (state.profiler) {
       ProfileEvent e;
       e.name = step.node->name();
       e.op = step.node->op_type();
       e.device = state.device;
+      e.worker = state.worker;
       e.category = "Node";
       e.start_us = start;
       e.duration_us = state.profiler->now_us() - start;

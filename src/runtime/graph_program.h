@@ -25,7 +25,18 @@ struct CallerQueue {
   void* handle = nullptr;
 };
 
-/// Per-run state shared by every kernel of one run() call.
+/// Simulated timing (a simulated device's `"timing": "model"`): holds the thread that ran a node
+/// until the time the device's cost model gives the node has passed.
+class NodePacer {
+ public:
+  virtual ~NodePacer() = default;
+  /// Called by the executor after `node` ran, with the time it started.
+  virtual void after_node(const ir::Node& node,
+                          std::chrono::steady_clock::time_point started) const = 0;
+};
+
+/// Per-run state shared by every kernel of one partition's run (each partition of a run gets
+/// its own copy: partitions on different devices run at the same time).
 struct RunState {
   std::shared_ptr<HostPool> pool;
   int num_threads = 1;
@@ -33,6 +44,10 @@ struct RunState {
   Profiler* profiler = nullptr;
   /// The device running the current partition (for the profile).
   std::string device = "cpu";
+  /// Which of the device's queue workers runs it (for the profile's tracks).
+  int worker = 0;
+  /// Simulated timing: paces each node to its modelled time (nullptr = real time).
+  const NodePacer* pacer = nullptr;
   /// The stream the running partition's kernels enqueue on (runtime/device.h; the CUDA
   /// backend's stream and library handles); nullptr on the cpu and sim devices.
   Stream* stream = nullptr;

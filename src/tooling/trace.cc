@@ -1,4 +1,5 @@
-// Chrome trace JSON from profiler events, with ONNX Runtime's field names, one track per device.
+// Chrome trace JSON from profiler events, with ONNX Runtime's field names, one track per device
+// worker.
 #include <charconv>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -57,20 +58,26 @@ Json metadata(const char* name, int tid, Json args) {
 }  // namespace
 
 std::string format_chrome_trace(const std::vector<ProfileEvent>& events) {
-  // Tracks are numbered from 1 in order of first appearance, so a trace reads top-down in the
-  // order the devices came into play.
-  std::map<std::string, int> track_of;
-  std::vector<std::string> tracks;
+  // One track per device worker, numbered from 1 in order of first appearance, so a trace reads
+  // top-down in the order the devices came into play; work that overlaps on two devices (or on
+  // two workers of one) shows side by side.
+  using Track = std::pair<std::string, int>;
+  std::map<Track, int> track_of;
+  std::vector<Track> tracks;
   for (const ProfileEvent& event : events) {
-    if (track_of.emplace(event.device, static_cast<int>(tracks.size()) + 1).second)
-      tracks.push_back(event.device);
+    Track track{event.device, event.worker};
+    if (track_of.emplace(track, static_cast<int>(tracks.size()) + 1).second)
+      tracks.push_back(track);
   }
 
   Json trace_events = Json::array();
   trace_events.push_back(metadata("process_name", 0, {{"name", "switchyard"}}));
   for (size_t i = 0; i < tracks.size(); ++i) {
     int tid = static_cast<int>(i) + 1;
-    std::string name = tracks[i].empty() ? "unknown device" : tracks[i];
+    const auto& [device, worker] = tracks[i];
+    std::string name = device.empty() ? "unknown device" : device;
+    // The first worker keeps the device's name; a device's others are "cpu #2", "cpu #3", ...
+    if (worker > 0) name += " #" + std::to_string(worker + 1);
     trace_events.push_back(metadata("thread_name", tid, {{"name", name}}));
     trace_events.push_back(metadata("thread_sort_index", tid, {{"sort_index", tid}}));
   }
@@ -81,7 +88,7 @@ std::string format_chrome_trace(const std::vector<ProfileEvent>& events) {
                             {"ts", event.start_us},
                             {"dur", event.duration_us},
                             {"pid", kProcessId},
-                            {"tid", track_of.at(event.device)},
+                            {"tid", track_of.at({event.device, event.worker})},
                             {"args",
                              {{"op_name", event.op},
                               {"provider", event.device},

@@ -363,6 +363,28 @@ TEST(ChromeTraceTest, OneTrackPerDeviceWithOnnxRuntimeFieldNames) {
             json::parse(R"([{"tensor":[]},{"sequence":[3]}])"));
 }
 
+// A device that runs several partitions at once (the cpu, for runs in flight together) has a
+// track per worker, so its overlapping events never share one.
+TEST(ChromeTraceTest, EachWorkerOfADeviceHasItsOwnTrack) {
+  std::vector<ProfileEvent> events = {
+      event("a/matmul", "MatMul", "cpu", "Node", 0, 100),
+      event("b/matmul", "MatMul", "cpu", "Node", 10, 100),
+      event("c/matmul", "MatMul", "sim:0", "Node", 20, 100),
+  };
+  events[1].worker = 1;
+  json doc = json::parse(format_chrome_trace(events));
+  std::map<int, std::string> track_names;
+  std::map<std::string, int> tid_of;
+  for (const json& e : doc["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "thread_name") track_names[e["tid"]] = e["args"]["name"];
+    if (e["ph"] == "X") tid_of[e["name"]] = e["tid"];
+  }
+  EXPECT_EQ(track_names, (std::map<int, std::string>{{1, "cpu"}, {2, "cpu #2"}, {3, "sim:0"}}));
+  EXPECT_EQ(tid_of["a/matmul"], 1);
+  EXPECT_EQ(tid_of["b/matmul"], 2);
+  EXPECT_EQ(tid_of["c/matmul"], 3);
+}
+
 TEST(ChromeTraceTest, NoEventsStillNamesTheProcess) {
   json doc = json::parse(format_chrome_trace({}));
   ASSERT_EQ(doc["traceEvents"].size(), 1u);

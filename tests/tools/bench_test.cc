@@ -1,7 +1,7 @@
 // `switchyard bench`: the nearest-rank statistics on known values, and the command's JSON and
-// text reports, --concurrency, --duration and the refusals of bad option values. The command
-// tests run the built binary (build/tools/switchyard) and skip with a line saying so where it
-// has not been built.
+// text reports, --concurrency, --in-flight, --duration and the refusals of bad option values. The
+// command tests run the built binary (build/tools/switchyard) and skip with a line saying so where
+// it has not been built.
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 #include <sys/wait.h>
@@ -169,6 +169,17 @@ TEST_F(Bench, ConcurrencySplitsTheIterations) {
   EXPECT_EQ(j.value("iterations", -1), 3) << j.dump();
 }
 
+TEST_F(Bench, InFlightKeepsRunsStartedThroughRunAsync) {
+  nlohmann::json j = bench_json("--dim N=3 --in-flight 3 --iterations 7");
+  EXPECT_EQ(j.value("iterations", -1), 7) << j.dump();
+  EXPECT_EQ(j.value("in_flight", -1), 3) << j.dump();
+  j = bench_json("--dim N=3 --in-flight 2 --concurrency 2 --iterations 8");
+  EXPECT_EQ(j.value("iterations", -1), 8) << j.dump();
+  EXPECT_EQ(j.value("in_flight", -1), 2) << j.dump();
+  j = bench_json("--dim N=3 --iterations 2");
+  EXPECT_EQ(j.value("in_flight", -1), 1) << j.dump();
+}
+
 TEST_F(Bench, DurationRunsForAtLeastThatLong) {
   nlohmann::json j = bench_json("--dim N=3 --duration 0.3");
   EXPECT_GE(j.value("iterations", -1), 1) << j.dump();
@@ -204,6 +215,8 @@ TEST_F(Bench, RefusesBadValuesNamingTheOption) {
       {"--warmup -1", "--warmup must be >= 0, got -1"},
       {"--threads -1", "--threads must be >= 0, got -1"},
       {"--deadline-ms -5", "--deadline-ms must be >= 0, got -5"},
+      {"--in-flight 0", "--in-flight must be 1 to 1024, got 0"},
+      {"--in-flight 600 --concurrency 2", "--in-flight 600 x --concurrency 2 is over 1024"},
       {"--dim N", "--dim 'N': expected NAME=VALUE"},
   };
   for (const auto& [args, message] : cases) {

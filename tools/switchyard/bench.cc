@@ -1,6 +1,6 @@
 // `switchyard bench MODEL.onnx [...]`: time loading, compiling and the first run, then many
-// runs (optionally from several threads on one executable), and print latency percentiles and
-// throughput.
+// runs (optionally from several threads on one executable, each keeping several runs in flight
+// through run_async), and print latency percentiles and throughput.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -9,7 +9,9 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
+#include <deque>
 #include <exception>
+#include <future>
 #include <latch>
 #include <memory>
 #include <mutex>
@@ -43,6 +45,7 @@ struct BenchArgs {
   double duration_s = 0;
   bool duration_given = false;
   int concurrency = 1;
+  int in_flight = 1;        // runs each thread keeps in flight through run_async
   int64_t deadline_ms = 0;  // per run; 0 = none
   bool json = false;
   Options options;
@@ -70,7 +73,7 @@ struct TimedPhase {
 
 void run_worker(const Executable& exe, const std::vector<Datum>& inputs,
                 const RunOptions& base_options, int index, int warmup, int runs, bool until_end,
-                TimedPhase& phase) {
+                int in_flight, TimedPhase& phase) {
   RunOptions options = base_options;
   options.cancel = phase.stop;
   bool arrived = false;
@@ -95,15 +98,30 @@ void run_worker(const Executable& exe, const std::vector<Datum>& inputs,
     phase.warmed->arrive_and_wait();
     phase.go.wait();
     const Clock::time_point end = phase.end;
-    for (int k = 0; until_end || k < runs; ++k) {
-      if (phase.stop.cancelled()) break;
-      if (until_end && k > 0 && Clock::now() >= end) break;
-      auto start = Clock::now();
-      RunResult result = exe.run_values(inputs, options);
+    // Up to `in_flight` runs started through run_async, oldest first; a run's latency is from
+    // its start to its outputs (with one in flight: a plain run()).
+    std::deque<std::pair<Clock::time_point, std::future<RunResult>>> pending;
+    auto collect = [&] {
+      auto [start, future] = std::move(pending.front());
+      pending.pop_front();
+      RunResult result = future.get();
       double ms = ms_between(start, Clock::now());
       std::lock_guard<std::mutex> lock(phase.mutex);
       phase.times_ms.push_back(ms);
       phase.peak_bytes = std::max(phase.peak_bytes, result.stats.peak_bytes);
+    };
+    try {
+      for (int k = 0; until_end || k < runs; ++k) {
+        if (phase.stop.cancelled()) break;
+        if (until_end && k > 0 && Clock::now() >= end) break;
+        if (static_cast<int>(pending.size()) >= in_flight) collect();
+        const Clock::time_point start = Clock::now();  // before the call, which may wait
+        pending.emplace_back(start, exe.run_values_async(inputs, options));
+      }
+      while (!pending.empty()) collect();
+    } catch (...) {
+      for (auto& [start, future] : pending) future.wait();  // they read `inputs`
+      throw;
     }
   } catch (...) {
     {
@@ -133,10 +151,17 @@ int bench_command(const BenchArgs& args) {
   require_usage(args.concurrency >= 1, "--concurrency must be at least 1, got {}",
                 args.concurrency);
   require_usage(args.deadline_ms >= 0, "--deadline-ms must be >= 0, got {}", args.deadline_ms);
+  require_usage(args.in_flight >= 1 && args.in_flight <= 1024,
+                "--in-flight must be 1 to 1024, got {}", args.in_flight);
+  require_usage(static_cast<int64_t>(args.in_flight) * args.concurrency <= 1024,
+                "--in-flight {} x --concurrency {} is over 1024 runs in flight", args.in_flight,
+                args.concurrency);
   RunOptions run_options;
   run_options.deadline_ms = args.deadline_ms;
   Options options = args.options;
   options.num_threads = args.threads;
+  // Every run the threads keep in flight is admitted at once.
+  options.max_in_flight = std::max(options.max_in_flight, args.in_flight * args.concurrency);
 
   // A saved executable or a compile-cache hit is loaded (load_ms, compile_ms 0); a model is
   // imported (load_ms) and compiled (compile_ms).
@@ -153,7 +178,7 @@ int bench_command(const BenchArgs& args) {
       // --iterations is the total: split as evenly as possible, the first threads one more.
       int runs = args.iterations / args.concurrency + (t < args.iterations % args.concurrency);
       workers.emplace_back(run_worker, std::cref(exe), std::cref(inputs), std::cref(run_options), t,
-                           args.warmup, runs, args.duration_given, std::ref(phase));
+                           args.warmup, runs, args.duration_given, args.in_flight, std::ref(phase));
     }
   } catch (...) {
     // A thread that could not start: stop and release those that did before reporting it.
@@ -209,6 +234,7 @@ int bench_command(const BenchArgs& args) {
     j["placement"] = exe.placement_summary();
     j["threads"] = args.threads;
     j["concurrency"] = args.concurrency;
+    j["in_flight"] = args.in_flight;
     j["warmup"] = args.warmup;
     j["iterations"] = stats.count;
     j["duration_s"] = phase_s;
@@ -231,9 +257,10 @@ int bench_command(const BenchArgs& args) {
   fmt::print("placement: {}\n", exe.placement_summary());
   fmt::print("load {:.1f} ms, compile {:.1f} ms (cache {}), first run {:.1f} ms\n", load_ms,
              compile_ms, compiled.cache, first_run_ms);
-  fmt::print("timed: {} run{} ({} warmup), {} x concurrency {}, {:.2f} s\n", stats.count,
-             stats.count == 1 ? "" : "s", args.warmup, threads_per_run(args.threads),
-             args.concurrency, phase_s);
+  fmt::print(
+      "timed: {} run{} ({} warmup), {} x concurrency {}{}, {:.2f} s\n", stats.count,
+      stats.count == 1 ? "" : "s", args.warmup, threads_per_run(args.threads), args.concurrency,
+      args.in_flight > 1 ? fmt::format(" x {} in flight", args.in_flight) : std::string(), phase_s);
   fmt::print("latency ms: p50 {:.3f}  p90 {:.3f}  p99 {:.3f}  mean {:.3f}  min {:.3f}\n",
              stats.p50_ms, stats.p90_ms, stats.p99_ms, stats.mean_ms, stats.min_ms);
   fmt::print("throughput: {:.1f} runs/s\n", throughput);
@@ -258,6 +285,9 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   duration->excludes(iterations);
   cmd->add_option("--concurrency", args->concurrency,
                   "threads calling run at once on the one executable (default 1)");
+  cmd->add_option("--in-flight", args->in_flight,
+                  "runs each thread keeps in flight through run_async (default 1): what a "
+                  "pipeline split needs to overlap its stages");
   cmd->add_option("--threads", args->threads, "threads per run (0 = all cores)");
   cmd->add_option("--deadline-ms", args->deadline_ms,
                   "stop a run that takes longer than this many milliseconds (error Cancelled)");

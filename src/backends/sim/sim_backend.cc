@@ -4,6 +4,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_kernels.h"
@@ -15,10 +16,30 @@ namespace {
 
 constexpr int kSimMemorySpaceBase = 1000;
 
+// "timing": "model": a node takes the time the device's cost model gives it, from its static
+// types as placement estimates it; the worker sleeps out what the cpu kernel did not take.
+class ModelledTime : public runtime::NodePacer {
+ public:
+  explicit ModelledTime(const SimBackend& backend) : backend_(backend) {}
+  void after_node(const ir::Node& node,
+                  std::chrono::steady_clock::time_point started) const override {
+    double us = backend_.estimate(node, backends::CompileOptions{}).microseconds;
+    std::this_thread::sleep_until(started +
+                                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                      std::chrono::duration<double, std::micro>(us)));
+  }
+
+ private:
+  const SimBackend& backend_;
+};
+
 class SimPartition : public runtime::CompiledPartition {
  public:
   SimPartition(const backends::Partition& p, const SimBackend& backend, bool fusion)
-      : program_(cpu::compile_fused_partition(p, fusion)), backend_(backend), inputs_(p.inputs) {}
+      : program_(cpu::compile_fused_partition(p, fusion)),
+        backend_(backend),
+        inputs_(p.inputs),
+        pacer_(backend) {}
 
   std::vector<ir::Datum> run(std::vector<ir::Datum> inputs,
                              runtime::RunState& state) const override {
@@ -32,6 +53,14 @@ class SimPartition : public runtime::CompiledPartition {
       SY_CHECK(resident, Internal, "value '{}' reached {} without a copy into its memory",
                inputs_[i]->name(), backend_.device().id);
     }
+    if (!backend_.config().modelled_timing) return program_->run(std::move(inputs), state);
+    const runtime::NodePacer* saved = state.pacer;
+    state.pacer = &pacer_;
+    struct Restore {
+      runtime::RunState& s;
+      const runtime::NodePacer* v;
+      ~Restore() { s.pacer = v; }
+    } restore{state, saved};
     return program_->run(std::move(inputs), state);
   }
   std::vector<runtime::FusionGroup> fusions() const override { return program_->fusions(); }
@@ -40,6 +69,7 @@ class SimPartition : public runtime::CompiledPartition {
   std::unique_ptr<runtime::CompiledPartition> program_;
   const SimBackend& backend_;
   std::vector<const ir::Value*> inputs_;
+  ModelledTime pacer_;
 };
 
 }  // namespace
@@ -57,6 +87,12 @@ SimBackend::SimBackend(int index, SimDeviceConfig config)
   info_.copy_latency_us = config_.copy_latency_us;
   info_.copy_gbytes_per_s = config_.copy_gbytes_per_s;
   info_.software = "simulated (the cpu kernels)";
+  info_.concurrent_partitions = 1;
+}
+
+double SimBackend::simulated_copy_us(size_t bytes) const {
+  if (!config_.modelled_timing) return 0;
+  return config_.copy_latency_us + static_cast<double>(bytes) / (config_.copy_gbytes_per_s * 1e3);
 }
 
 bool SimBackend::op_allowed(const std::string& op) const {
@@ -164,6 +200,13 @@ std::vector<SimDeviceConfig> parse_sim_config(const std::string& path) {
                  "--sim-config '{}': device {} field 'shape_steps_inline' must be true or false",
                  path, i);
         c.shape_steps_inline = it->get<bool>();
+      } else if (key == "timing") {
+        SY_CHECK(it->is_string() &&
+                     (it->get<std::string>() == "real" || it->get<std::string>() == "model"),
+                 InvalidArgument,
+                 "--sim-config '{}': device {} field 'timing' must be \"real\" or \"model\"", path,
+                 i);
+        c.modelled_timing = it->get<std::string>() == "model";
       } else if (key == "memory_bytes") {
         SY_CHECK(it->is_number_unsigned(), InvalidArgument,
                  "--sim-config '{}': device {} field 'memory_bytes' must be a non-negative "

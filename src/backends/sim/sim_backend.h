@@ -28,6 +28,10 @@ struct SimDeviceConfig {
   double copy_gbytes_per_s = 10.0;
   uint64_t memory_bytes = 0;        ///< 0 = unlimited
   bool shape_steps_inline = false;  ///< Backend::runs_shape_steps_inline (as the CUDA backend)
+  /// "timing": "model": each node takes (at least) the time estimate() gives it and each copy
+  /// to or from the device copy_latency_us + bytes / copy_gbytes_per_s, the device's worker
+  /// sleeping out the rest; "real" (default): the time the cpu kernels take.
+  bool modelled_timing = false;
 };
 
 /// Parses a --sim-config file: a JSON list with one object per device. Throws InvalidArgument
@@ -51,6 +55,8 @@ class SimBackend : public backends::Backend {
   int memory_space() const override;
   const runtime::KernelRegistry* host_kernels() const override;
   bool runs_shape_steps_inline() const override { return config_.shape_steps_inline; }
+  /// Under "timing": "model", copy_latency_us + bytes / copy_gbytes_per_s; else 0.
+  double simulated_copy_us(size_t bytes) const override;
   const SimDeviceConfig& config() const { return config_; }
 
  private:
