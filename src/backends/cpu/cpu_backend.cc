@@ -26,6 +26,8 @@ class FusedPartition : public runtime::CompiledPartition {
       groups.push_back(std::move(g));
     for (runtime::FusionGroup& g : backends::fuse_matmul_epilogues(*graph_))
       groups.push_back(std::move(g));
+    for (runtime::FusionGroup& g : backends::fold_transposes_into_matmul(*graph_))
+      groups.push_back(std::move(g));
     for (runtime::FusionGroup& g : backends::fuse_norm_activation(*graph_))
       groups.push_back(std::move(g));
     for (runtime::FusionGroup& g : backends::fuse_residual_layernorm(*graph_))

@@ -8,7 +8,8 @@
 //       after bias/residual.
 //   Conv: optional input 3 = residual Z (same shape as Y): Y = act(conv(X, W) + B + Z).
 //   MatMul: optional input 2 = bias (1-D, length N), attribute "_sy_alpha" (float, default 1):
-//       Y = act(alpha * (A @ B) + bias).
+//       Y = act(alpha * (A @ B) + bias); "_sy_perm_a" / "_sy_perm_b" (ints): the operand is the
+//       input read through that permutation of its dims (a folded Transpose).
 //   Gemm: "_sy_activation" only (C already is its bias).
 //   BatchNormalization (inference): "_sy_activation" "Relu" only.
 //   LayerNormalization: optional input 3 = residual Z (X's shape): Y = LN(X + Z).
@@ -36,6 +37,8 @@ inline constexpr const char* kFusedActivationAttr = "_sy_activation";
 inline constexpr const char* kFusedClipMinAttr = "_sy_clip_min";
 inline constexpr const char* kFusedClipMaxAttr = "_sy_clip_max";
 inline constexpr const char* kFusedAlphaAttr = "_sy_alpha";
+inline constexpr const char* kFusedPermAAttr = "_sy_perm_a";
+inline constexpr const char* kFusedPermBAttr = "_sy_perm_b";
 
 /// Conv → Add(bias) / Add(residual) → an activation of `activations` (fusion/conv_epilogue.cc):
 /// "Relu", "Sigmoid", "Tanh", "Clip" (the default: what every backend's Conv kernel applies),
@@ -52,6 +55,10 @@ std::vector<runtime::FusionGroup> fuse_norm_activation(ir::Graph& graph);
 /// Add(X, Z) of two same-shaped tensors -> LayerNormalization over the last axis becomes one
 /// LayerNormalization with Z as input 3 (fusion/norm_epilogue.cc).
 std::vector<runtime::FusionGroup> fuse_residual_layernorm(ir::Graph& graph);
+/// Transpose -> a float32 MatMul operand (same rank as the other, the innermost axis kept among
+/// the matrix dims) folds into the MatMul as "_sy_perm_a" / "_sy_perm_b": the cpu's kernel reads
+/// it through the permuted strides (fusion/matmul_layout.cc).
+std::vector<runtime::FusionGroup> fold_transposes_into_matmul(ir::Graph& graph);
 /// Add(X, M) -> Softmax over the last axis, M broadcast into X, becomes one Softmax with M as
 /// input 1 (fusion/norm_epilogue.cc).
 std::vector<runtime::FusionGroup> fuse_softmax_mask(ir::Graph& graph);

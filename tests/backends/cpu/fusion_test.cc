@@ -374,6 +374,56 @@ TEST(CpuFusion, MaskAddSoftmaxBecomesOneNode) {
   }
 }
 
+// fold_transposes_into_matmul: attention's head split (perm 0,2,1,3 of Q and V) and K's
+// transpose (0,2,3,1) are read by the MatMul through strides; also with the scale and a bias
+// fused, an empty K (the copy path), and where it must not fold: a Transpose read twice, one
+// moving the innermost axis into the batch dims, a rank-2 product, float64.
+TEST(CpuFusion, TransposesFoldIntoMatMulOperands) {
+  auto transpose = [](ir::Graph& g, ir::Value* x, std::vector<int64_t> perm, const char* name) {
+    ir::Node* t = g.add_node("Transpose", name, {x}, {std::string(name) + "_y"});
+    t->set_attribute(ir::Attribute::make_ints("perm", std::move(perm)));
+    return t->output(0);
+  };
+  for (int64_t k : {8, 0}) {
+    ir::Graph g("attn");
+    ir::Value* q = g.add_input("q", tensor_type(DType::Float32, {2, 5, 3, k}));
+    ir::Value* kk = g.add_input("k", tensor_type(DType::Float32, {2, 7, 3, k}));
+    ir::Value* v = g.add_input("v", tensor_type(DType::Float32, {2, 7, 3, 4}));
+    ir::Value* qt = transpose(g, q, {0, 2, 1, 3}, "tq");   // [2, 3, 5, k]
+    ir::Value* kt = transpose(g, kk, {0, 2, 3, 1}, "tk");  // [2, 3, k, 7]
+    ir::Value* s = g.add_node("MatMul", "scores", {qt, kt}, {"s"})->output(0);
+    ir::Value* ss = g.add_node("Mul", "scale", {s, scalar(g, "alpha", 0.25)}, {"ss"})->output(0);
+    ir::Value* vt = transpose(g, v, {0, 2, 1, 3}, "tv");  // [2, 3, 7, 4]
+    g.add_output(g.add_node("MatMul", "context", {ss, vt}, {"o"})->output(0));
+    Outcome o = run_both(g, {random_tensor(DType::Float32, {2, 5, 3, k}, 111),
+                             random_tensor(DType::Float32, {2, 7, 3, k}, 112),
+                             random_tensor(DType::Float32, {2, 7, 3, 4}, 113)});
+    EXPECT_TRUE(has_group(o, {"scores", "scale", "tq", "tk"})) << "k " << k;
+    EXPECT_TRUE(has_group(o, {"context", "tv"})) << "k " << k;
+    expect_close(o);
+  }
+  for (int variant = 0; variant < 4; ++variant) {
+    ir::Graph g("no_fold");
+    const DType dt = variant == 3 ? DType::Float64 : DType::Float32;
+    const bool rank2 = variant == 2;
+    std::vector<int64_t> xs = rank2 ? std::vector<int64_t>{6, 5} : std::vector<int64_t>{2, 6, 3, 5};
+    ir::Value* x = g.add_input("x", tensor_type(dt, xs));
+    std::vector<int64_t> perm = rank2          ? std::vector<int64_t>{1, 0}
+                                : variant == 1 ? std::vector<int64_t>{0, 3, 2, 1}
+                                               : std::vector<int64_t>{0, 2, 1, 3};
+    ir::Value* xt = transpose(g, x, perm, "t");
+    std::vector<int64_t> ws = rank2          ? std::vector<int64_t>{6, 4}
+                              : variant == 1 ? std::vector<int64_t>{2, 5, 6, 4}
+                                             : std::vector<int64_t>{2, 3, 5, 4};
+    ir::Value* w = g.add_input("w", tensor_type(dt, ws));
+    g.add_output(g.add_node("MatMul", "mm", {xt, w}, {"y"})->output(0));
+    if (variant == 0) g.add_output(g.add_node("Neg", "neg", {xt}, {"z"})->output(0));
+    Outcome o = run_both(g, {random_tensor(dt, xs, 114), random_tensor(dt, ws, 115)});
+    EXPECT_FALSE(has_group(o, {"mm", "t"})) << "variant " << variant;
+    expect_close(o);
+  }
+}
+
 // Channels-last regions (apply_channels_last): convolutions, pools and elementwise nodes between
 // them run on NHWC data inside the cpu partition; the outputs must equal the NCHW graph's,
 // including a MaxPool over NaN (its NaN-exact loop runs on transposed copies), an inference

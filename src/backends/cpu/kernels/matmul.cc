@@ -120,18 +120,167 @@ struct MatMulPlan {
   std::shared_ptr<DnnlMatMulPlan> dnnl;
 };
 
+// A tensor read through a permutation of its dims (a folded Transpose, fusion.h): logical dim i
+// is the tensor's dim perm[i], with its stride.
+struct PermutedView {
+  std::vector<int64_t> shape, strides;
+};
+
+PermutedView permuted_view(const ir::Tensor& t, const std::vector<int64_t>& perm) {
+  std::vector<int64_t> own = strides_of(t.shape());
+  PermutedView v;
+  for (int64_t p : perm) {
+    v.shape.push_back(t.dim(p));
+    v.strides.push_back(own[static_cast<size_t>(p)]);
+  }
+  return v;
+}
+
+// A contiguous copy of `t` read through `perm` (Transpose(t, perm)).
+ir::Tensor permuted_copy(const ir::Tensor& t, const std::vector<int64_t>& perm) {
+  PermutedView v = permuted_view(t, perm);
+  ir::Tensor out(t.dtype(), v.shape);
+  const size_t elem = ir::dtype_size(t.dtype());
+  const char* src = static_cast<const char*>(t.raw());
+  char* dst = static_cast<char*>(out.raw());
+  const size_t rank = v.shape.size();
+  std::vector<int64_t> index(rank, 0);
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    int64_t off = 0;
+    for (size_t d = 0; d < rank; ++d) off += index[d] * v.strides[d];
+    std::memcpy(dst + static_cast<size_t>(i) * elem, src + static_cast<size_t>(off) * elem, elem);
+    for (size_t d = rank; d-- > 0;) {
+      if (++index[d] < v.shape[d]) break;
+      index[d] = 0;
+    }
+  }
+  return out;
+}
+
+std::vector<int64_t> perm_attr(const ir::Node& node, const char* name) {
+  return node.has_attribute(name) ? node.attr_ints(name) : std::vector<int64_t>{};
+}
+
 // MatMul, and its fused form (fusion.h): input 2 a bias of length N, "_sy_alpha" a scale of
-// the product, "_sy_activation" an activation: Y = act(alpha * (A @ B) + bias).
+// the product, "_sy_activation" an activation: Y = act(alpha * (A @ B) + bias); "_sy_perm_a" /
+// "_sy_perm_b" a Transpose folded into the operand (read through strides, no copy).
 class MatMulKernel : public runtime::Kernel {
  public:
   explicit MatMulKernel(const runtime::KernelInit& init)
       : constant_b_(input_is_constant(init.node, 1)),
         alpha_(init.node.attr_float(backends::kFusedAlphaAttr, 1.0f)),
-        epilogue_(Epilogue::of(init.node)) {}
+        epilogue_(Epilogue::of(init.node)),
+        perm_a_(perm_attr(init.node, backends::kFusedPermAAttr)),
+        perm_b_(perm_attr(init.node, backends::kFusedPermBAttr)) {}
 
   void run(runtime::KernelContext& ctx) const override {
+    if (!perm_a_.empty() || !perm_b_.empty()) return run_permuted(ctx);
+    run_plain(ctx, ctx.input(0), ctx.input(1));
+  }
+
+ private:
+  // Operands read through the folded Transposes' strides by oneDNN; where oneDNN does not take
+  // them (another dtype, a shape it declines), transposed copies through the plain path.
+  void run_permuted(runtime::KernelContext& ctx) const {
     const ir::Tensor& a = ctx.input(0);
     const ir::Tensor& b = ctx.input(1);
+    auto check_perm = [&](const std::vector<int64_t>& perm, const ir::Tensor& t, const char* what) {
+      if (perm.empty()) return;
+      std::vector<int64_t> sorted = perm;
+      std::sort(sorted.begin(), sorted.end());
+      bool ok = static_cast<int64_t>(perm.size()) == t.rank();
+      for (size_t i = 0; ok && i < sorted.size(); ++i) ok = sorted[i] == static_cast<int64_t>(i);
+      if (!ok)
+        ctx.fail("the folded transpose of {} has perm {}, not a permutation of its rank {}", what,
+                 ir::shape_to_string(perm), t.rank());
+    };
+    check_perm(perm_a_, a, "A");
+    check_perm(perm_b_, b, "B");
+    const PermutedView va = permuted_view(a, perm_a_.empty() ? identity_perm(a.rank()) : perm_a_);
+    const PermutedView vb = permuted_view(b, perm_b_.empty() ? identity_perm(b.rank()) : perm_b_);
+    const ir::Tensor* bias = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+    std::vector<int64_t> key = va.shape;
+    key.push_back(-1);
+    key.insert(key.end(), vb.shape.begin(), vb.shape.end());
+    key.push_back(-2);
+    OmpThreadScope threads(ctx.num_threads());
+    auto plan = cache_.get(key, [&] { return make_permuted_plan(ctx, a, b, va, vb, bias); });
+    if (!plan->dnnl || plan->dims.k == 0) {
+      run_plain(ctx, perm_a_.empty() ? a : permuted_copy(a, perm_a_),
+                perm_b_.empty() ? b : permuted_copy(b, perm_b_));
+      return;
+    }
+    const MatMulDims& d = plan->dims;
+    check_bias(ctx, bias, a, d);
+    ir::Tensor& y = ctx.allocate_output(0, a.dtype(), d.out_shape);
+    if (y.numel() == 0) return;
+    run_dnnl_product(ctx, *plan, a, b, bias, y);
+  }
+
+  static std::vector<int64_t> identity_perm(int64_t rank) {
+    std::vector<int64_t> p(static_cast<size_t>(rank));
+    for (int64_t i = 0; i < rank; ++i) p[static_cast<size_t>(i)] = i;
+    return p;
+  }
+
+  void check_bias(const runtime::KernelContext& ctx, const ir::Tensor* bias, const ir::Tensor& a,
+                  const MatMulDims& d) const {
+    if (bias && (bias->dtype() != a.dtype() || bias->shape() != std::vector<int64_t>{d.n}))
+      ctx.fail("fused bias {}{} is not a vector of length N = {}", ir::dtype_name(bias->dtype()),
+               ir::shape_to_string(bias->shape()), d.n);
+  }
+
+  void run_dnnl_product(const runtime::KernelContext& ctx, const MatMulPlan& plan,
+                        const ir::Tensor& a, const ir::Tensor& b, const ir::Tensor* bias,
+                        ir::Tensor& y) const {
+    // oneDNN scales the bias with the product: give it bias / alpha.
+    std::vector<float> scaled;
+    const void* bias_data = bias ? bias->raw() : nullptr;
+    if (bias && alpha_ != 1.0f) {
+      scaled.resize(static_cast<size_t>(plan.dims.n));
+      for (int64_t j = 0; j < plan.dims.n; ++j) scaled[j] = bias->data<float>()[j] / alpha_;
+      bias_data = scaled.data();
+    }
+    run_dnnl_matmul(ctx, *plan.dnnl, a.raw(), b, bias_data, y.raw());
+    epilogue_.finish(ctx.node(), y, ctx.num_threads());
+  }
+
+  std::shared_ptr<const MatMulPlan> make_permuted_plan(const runtime::KernelContext& ctx,
+                                                       const ir::Tensor& a, const ir::Tensor& b,
+                                                       const PermutedView& va,
+                                                       const PermutedView& vb,
+                                                       const ir::Tensor* bias) const {
+    auto plan = std::make_shared<MatMulPlan>();
+    plan->dims = matmul_dims(ctx, va.shape, vb.shape);
+    const MatMulDims& d = plan->dims;
+    // Strided operands of one rank (the fusion folds only such), float32.
+    if (a.dtype() != DType::Float32 || va.shape.size() != vb.shape.size() || va.shape.size() < 2 ||
+        va.shape.size() > 6 || d.batch * d.m * d.n == 0 || d.k == 0)
+      return plan;
+    if (bias && alpha_ != 1.0f && !std::isnormal(alpha_)) return plan;
+    using dt = dnnl::memory::data_type;
+    std::vector<int64_t> dst = d.out_batch;
+    dst.insert(dst.end(), {d.m, d.n});
+    dnnl::memory::desc bias_md;
+    if (bias) {
+      std::vector<int64_t> bdims(dst.size(), 1);
+      bdims.back() = d.n;
+      bias_md = plain_desc(bdims, dt::f32);
+    }
+    dnnl::primitive_attr attr = user_scratchpad_attr();
+    if (alpha_ != 1.0f) attr.set_output_scales(0, {alpha_});
+    dnnl::post_ops ops;
+    epilogue_.append_to(ops);
+    if (ops.len() > 0) attr.set_post_ops(ops);
+    auto strided = [](const PermutedView& v) {
+      return dnnl::memory::desc(dnnl_dims(v.shape), dt::f32, dnnl_dims(v.strides));
+    };
+    plan->dnnl = make_dnnl_matmul(strided(va), strided(vb), bias_md, plain_desc(dst, dt::f32), attr,
+                                  b, /*constant_weights=*/false);
+    return plan;
+  }
+
+  void run_plain(runtime::KernelContext& ctx, const ir::Tensor& a, const ir::Tensor& b) const {
     if (a.dtype() != b.dtype())
       ctx.fail("B has dtype {}, expected {} like A", ir::dtype_name(b.dtype()),
                ir::dtype_name(a.dtype()));
@@ -142,22 +291,11 @@ class MatMulKernel : public runtime::Kernel {
     OmpThreadScope threads(ctx.num_threads());
     auto plan = cache_.get(key, [&] { return make_plan(ctx, a, b, bias != nullptr); });
     const MatMulDims& d = plan->dims;
-    if (bias && (bias->dtype() != a.dtype() || bias->shape() != std::vector<int64_t>{d.n}))
-      ctx.fail("fused bias {}{} is not a vector of length N = {}", ir::dtype_name(bias->dtype()),
-               ir::shape_to_string(bias->shape()), d.n);
+    check_bias(ctx, bias, a, d);
     ir::Tensor& y = ctx.allocate_output(0, a.dtype(), d.out_shape);
     if (y.numel() == 0) return;
     if (plan->dnnl && d.k > 0) {
-      // oneDNN scales the bias with the product: give it bias / alpha.
-      std::vector<float> scaled;
-      const void* bias_data = bias ? bias->raw() : nullptr;
-      if (bias && alpha_ != 1.0f) {
-        scaled.resize(static_cast<size_t>(d.n));
-        for (int64_t j = 0; j < d.n; ++j) scaled[j] = bias->data<float>()[j] / alpha_;
-        bias_data = scaled.data();
-      }
-      run_dnnl_matmul(ctx, *plan->dnnl, a.raw(), b, bias_data, y.raw());
-      epilogue_.finish(ctx.node(), y, ctx.num_threads());
+      run_dnnl_product(ctx, *plan, a, b, bias, y);
       return;
     }
     if (d.k == 0) {
@@ -250,8 +388,9 @@ class MatMulKernel : public runtime::Kernel {
   }
 
   bool constant_b_;
-  float alpha_;        // fusion.h: "_sy_alpha"
-  Epilogue epilogue_;  // fusion.h: "_sy_activation"
+  float alpha_;                           // fusion.h: "_sy_alpha"
+  Epilogue epilogue_;                     // fusion.h: "_sy_activation"
+  std::vector<int64_t> perm_a_, perm_b_;  // fusion.h: "_sy_perm_a", "_sy_perm_b" (empty: none)
   PlanCache<MatMulPlan> cache_;
 };
 
