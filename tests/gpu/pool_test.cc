@@ -1,9 +1,9 @@
-// CUDA pool kernels against the CPU backend on seeded random data: MaxPool (Indices in both
-// storage orders, int8/uint8 ties), AveragePool (count_include_pad), LpPool and the global pools,
-// over 1-D/2-D/3-D windows with strides, dilations, explicit pads, auto_pad and ceil_mode
-// (including windows that start in the padding or lie wholly in it), resnet50 / mobilenet_v2 /
-// squeezenet shapes, every registered dtype and --precision fp16/bf16, and the channels-last
-// pools (a pool after a 16-bit convolution reads and writes NHWC: backends/cuda/layout.h).
+// GPU-only tests of the pool family (src/backends/cuda/kernels/pool.cc): the --precision
+// fp16/bf16 runs of MaxPool, AveragePool and the global pools against the cpu, and the
+// channels-last pools (a pool after a 16-bit convolution reads and writes NHWC:
+// backends/cuda/layout.h), checked by value and by the trace. Every pool, window attribute and
+// dtype at fp32 against a plain reference runs in the op harness (tests/harness/cases/pool.cc),
+// on cpu, sim:0 and cuda:0.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -19,30 +19,12 @@
 namespace switchyard::testing {
 namespace {
 
-const std::vector<DType> kFloatTypes = {DType::Float32, DType::Float16, DType::BFloat16,
-                                        DType::Float64};
-const std::vector<DType> kMaxPoolTypes = {DType::Float32, DType::Float16, DType::BFloat16,
-                                          DType::Float64, DType::Int8,    DType::UInt8};
 const std::vector<std::string> kLowPrecisions = {"fp16", "bf16"};
 
 struct Tolerance {
   double rtol;
   double atol;
 };
-
-// Sums may round differently from the CPU's (one ulp for the half types).
-Tolerance sum_tolerance(DType dtype) {
-  switch (dtype) {
-    case DType::Float16:
-      return {4e-3, 2e-3};
-    case DType::BFloat16:
-      return {2e-2, 1e-2};
-    case DType::Float64:
-      return {1e-10, 1e-12};
-    default:
-      return {1e-5, 1e-6};
-  }
-}
 
 constexpr Tolerance kLowPrecision = {2e-2, 2e-2};
 
@@ -97,112 +79,6 @@ const std::vector<Window>& windows() {
       {{0, 3, 8, 8}, {2, 2}},  // empty batch
   };
   return w;
-}
-
-TEST(CudaPool, MaxPool) {
-  SY_SKIP_WITHOUT_GPU();
-  uint64_t seed = 100;
-  for (DType dtype : kMaxPoolTypes)
-    for (const Window& w : windows()) {
-      SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + describe(w));
-      expect_gpu_matches_cpu(
-          make_case("MaxPool", {pool_input(dtype, w.x, ++seed)}, window_attrs(w)), 0.0, 0.0);
-    }
-}
-
-TEST(CudaPool, MaxPoolIndices) {
-  SY_SKIP_WITHOUT_GPU();
-  uint64_t seed = 200;
-  for (DType dtype : kMaxPoolTypes)
-    for (int64_t storage_order : {0, 1})
-      for (const Window& w : windows()) {
-        SCOPED_TRACE(std::string(dtype_name(dtype)) + " storage_order " +
-                     std::to_string(storage_order) + " " + describe(w));
-        std::vector<Attribute> attrs = window_attrs(w);
-        attrs.push_back(Attribute::make_int("storage_order", storage_order));
-        expect_gpu_matches_cpu(make_case("MaxPool", {pool_input(dtype, w.x, ++seed)}, attrs, 2),
-                               0.0, 0.0);
-      }
-}
-
-TEST(CudaPool, MaxPoolWindowsInsidePadding) {
-  SY_SKIP_WITHOUT_GPU();
-  // Corner windows see padding only: the value is the lowest finite number, the index 0 + plane.
-  Window w{{1, 2, 3, 3}, {2, 2}, {2, 2}, {}, {2, 2, 2, 2}};
-  for (DType dtype : {DType::Float32, DType::Float64, DType::Int8, DType::UInt8}) {
-    SCOPED_TRACE(dtype_name(dtype));
-    expect_gpu_matches_cpu(make_case("MaxPool", {pool_input(dtype, w.x, 300)}, window_attrs(w), 2),
-                           0.0, 0.0);
-  }
-}
-
-TEST(CudaPool, AveragePool) {
-  SY_SKIP_WITHOUT_GPU();
-  uint64_t seed = 400;
-  for (DType dtype : kFloatTypes) {
-    Tolerance tol = sum_tolerance(dtype);
-    for (int64_t include_pad : {0, 1})
-      for (const Window& w : windows()) {
-        SCOPED_TRACE(std::string(dtype_name(dtype)) + " count_include_pad " +
-                     std::to_string(include_pad) + " " + describe(w));
-        std::vector<Attribute> attrs = window_attrs(w);
-        attrs.push_back(Attribute::make_int("count_include_pad", include_pad));
-        expect_gpu_matches_cpu(make_case("AveragePool", {pool_input(dtype, w.x, ++seed)}, attrs),
-                               tol.rtol, tol.atol);
-      }
-  }
-}
-
-TEST(CudaPool, LpPool) {
-  SY_SKIP_WITHOUT_GPU();
-  uint64_t seed = 500;
-  for (DType dtype : kFloatTypes) {
-    Tolerance tol = sum_tolerance(dtype);
-    for (int64_t p : {1, 2, 3})
-      for (const Window& w : windows()) {
-        SCOPED_TRACE(std::string(dtype_name(dtype)) + " p " + std::to_string(p) + " " +
-                     describe(w));
-        std::vector<Attribute> attrs = window_attrs(w);
-        attrs.push_back(Attribute::make_int("p", p));
-        expect_gpu_matches_cpu(make_case("LpPool", {pool_input(dtype, w.x, ++seed)}, attrs),
-                               tol.rtol, tol.atol);
-      }
-  }
-}
-
-// Shapes of the global pools: resnet50's, mobilenet_v2's and squeezenet's heads, planes longer
-// than one warp handles, no spatial dims, one and three spatial dims, an empty batch.
-const std::vector<std::vector<int64_t>>& global_shapes() {
-  static const std::vector<std::vector<int64_t>> s = {
-      {2, 2048, 7, 7}, {1, 1280, 7, 7}, {1, 1000, 13, 13}, {1, 8, 64, 64}, {3, 5, 2000},
-      {4, 5},          {2, 3, 17},      {2, 3, 4, 5, 6},   {0, 3, 4, 4},
-  };
-  return s;
-}
-
-TEST(CudaPool, GlobalPools) {
-  SY_SKIP_WITHOUT_GPU();
-  uint64_t seed = 600;
-  for (DType dtype : kMaxPoolTypes)
-    for (const auto& shape : global_shapes()) {
-      SCOPED_TRACE(std::string(dtype_name(dtype)) + " GlobalMaxPool x " + shape_to_string(shape));
-      expect_gpu_matches_cpu(make_case("GlobalMaxPool", {pool_input(dtype, shape, ++seed)}), 0.0,
-                             0.0);
-    }
-  for (DType dtype : kFloatTypes) {
-    Tolerance tol = sum_tolerance(dtype);
-    for (const auto& shape : global_shapes()) {
-      SCOPED_TRACE(std::string(dtype_name(dtype)) + " x " + shape_to_string(shape));
-      expect_gpu_matches_cpu(make_case("GlobalAveragePool", {pool_input(dtype, shape, ++seed)}),
-                             tol.rtol, tol.atol);
-      for (int64_t p : {1, 2, 3}) {
-        SCOPED_TRACE("GlobalLpPool p " + std::to_string(p));
-        expect_gpu_matches_cpu(make_case("GlobalLpPool", {pool_input(dtype, shape, ++seed)},
-                                         {Attribute::make_int("p", p)}),
-                               tol.rtol, tol.atol);
-      }
-    }
-  }
 }
 
 TEST(CudaPool, LowPrecision) {

@@ -48,7 +48,7 @@ MODELS=${REFERENCE_MODELS:-/tmp/models}
 BUDGET=${SY_BUDGET_S:-560}
 bundle=$repo/.gpu/bundle.tar.xz
 all_stages=(info unit conformance models sanitize python bench)
-declare -A stage_budget=([info]=${SY_INFO_BUDGET_S:-60} [unit]=${SY_UNIT_BUDGET_S:-180}
+declare -A stage_budget=([info]=${SY_INFO_BUDGET_S:-60} [unit]=${SY_UNIT_BUDGET_S:-300}
   [conformance]=${SY_CONFORMANCE_BUDGET_S:-240} [models]=${SY_MODELS_BUDGET_S:-330}
   [sanitize]=${SY_SANITIZE_BUDGET_S:-240} [python]=${SY_PYTHON_BUDGET_S:-150}
   [bench]=${SY_BENCH_BUDGET_S:-290})
@@ -148,7 +148,8 @@ unit_list() {
   if [ -s "$SY/unit_tests.txt" ]; then
     grep -v '^\s*$' "$SY/unit_tests.txt"
   else
-    find "$SY/bin" -maxdepth 1 -type f \( -name 'test_gpu_*' -o -name 'gpu_*_test' \) -printf '%f\n' |
+    find "$SY/bin" -maxdepth 1 -type f \( -name 'test_gpu_*' -o -name 'gpu_*_test' -o -name 'harness_*' \) \
+      -printf '%f\n' |
       sort
   fi
 }
