@@ -175,9 +175,13 @@ std::shared_ptr<void> hold_python_object(py::object object) {
 }
 
 DType dtype_of_numpy(const py::dtype& dtype, const std::string& what) {
-  const char kind = dtype.kind();
-  const ssize_t size = dtype.itemsize();
-  const char order = dtype.byteorder();
+  // Through the dtype's Python attributes: pybind11 before 2.12 reads them from numpy 1.x's C
+  // struct, whose layout numpy 2 changed (itemsize read so is garbage there).
+  const std::string kinds = py::str(dtype.attr("kind")).cast<std::string>();
+  const std::string orders = py::str(dtype.attr("byteorder")).cast<std::string>();
+  const char kind = kinds.empty() ? '?' : kinds[0];
+  const ssize_t size = dtype.attr("itemsize").cast<ssize_t>();
+  const char order = orders.empty() ? '=' : orders[0];
   if (order == '>')
     invalid_argument(what + ": big-endian numpy arrays are not supported (use astype('=" +
                      std::string(1, kind) + std::to_string(size) + "'))");
