@@ -30,9 +30,16 @@ DeviceQueue::~DeviceQueue() {
 }
 
 void DeviceQueue::push(std::function<void()> task) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
   tasks_.push_back(std::move(task));
-  // A task no idle worker will take: start another worker while the device allows one.
+  const uint64_t seq = ++pushed_;
+  // A task no idle worker will take: start another worker while the device allows one, once
+  // no busy one has come back for it within kGrowAfter (header).
+  if (tasks_.size() > idle_ && !workers_.empty() &&
+      workers_.size() < static_cast<size_t>(max_workers_)) {
+    taken_.wait_for(lock, kGrowAfter, [&] { return popped_ >= seq || stop_; });
+    if (popped_ >= seq || stop_) return;
+  }
   if (tasks_.size() > idle_ && workers_.size() < static_cast<size_t>(max_workers_)) {
     try {
       workers_.emplace_back(&DeviceQueue::work, this, static_cast<int>(workers_.size()));
@@ -67,6 +74,8 @@ void DeviceQueue::work(int index) {
     if (tasks_.empty()) return;
     std::function<void()> task = std::move(tasks_.front());
     tasks_.pop_front();
+    ++popped_;
+    taken_.notify_all();
     lock.unlock();
     task();
     task = nullptr;  // what it holds (a run's state) is released outside the lock

@@ -4,7 +4,9 @@
 // of successive runs of a pipeline split.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -29,7 +31,12 @@ class DeviceQueue {
   DeviceQueue& operator=(const DeviceQueue&) = delete;
 
   /// Queues `task` (which must not throw); a worker runs it. Throws Internal naming the device
-  /// when no worker exists and none can be started.
+  /// when no worker exists and none can be started. When every worker is busy, waits up to
+  /// kGrowAfter for one to take the task before starting another: a run's last step hands back
+  /// its outputs just before its worker returns to the queue, so without the wait one run at a
+  /// time would start a new worker per run, and the OpenMP teams of the idle ones (each thread
+  /// that runs kernels has its own) would spin beside the busy one.
+  static constexpr std::chrono::microseconds kGrowAfter{1000};
   void push(std::function<void()> task);
   int max_workers() const { return max_workers_; }
   const std::string& device() const { return device_; }
@@ -41,9 +48,11 @@ class DeviceQueue {
   int omp_threads_;
   std::mutex mutex_;
   std::condition_variable ready_;
+  std::condition_variable taken_;  // a worker took a task (popped_ grew)
   std::deque<std::function<void()>> tasks_;
   std::vector<std::thread> workers_;
-  size_t idle_ = 0;  // workers waiting for a task
+  size_t idle_ = 0;                   // workers waiting for a task
+  uint64_t pushed_ = 0, popped_ = 0;  // tasks queued and taken, ever
   bool stop_ = false;
 };
 
