@@ -23,7 +23,7 @@ bench() {  # in_flight extra-flags... -> throughput per second
   shift
   LD_LIBRARY_PATH=$sy/lib "$sy/bin/switchyard" bench "$model" --device cuda:0 --precision fp16 \
     --dim batch=32 --warmup 20 --iterations 300 --in-flight "$n" --json "$@" 2>/dev/null |
-    python3 -c 'import json,sys; j=json.loads(sys.stdin.read()); print(f"{j[\"throughput_per_s\"]:.1f} {j[\"placement\"]}")'
+    python3 -c 'import json, sys; j = json.load(sys.stdin); print("%.1f %s" % (j["throughput_per_s"], j["placement"]))'
 }
 echo "| configuration | in flight | runs/s | placement |"
 echo "|---|---:|---:|---|"
@@ -32,5 +32,5 @@ for n in 1 4; do
   read -r tail tail_place <<<"$(bench "$n" --pin '/fc/Gemm=cpu')"
   echo "| all on cuda:0 (anchor) | $n | $gpu | $gpu_place |"
   echo "| /fc/Gemm on the cpu | $n | $tail | $tail_place |"
-  python3 -c "print(f'| ratio (tail / anchor) | $n | {$tail / $gpu:.2f} | |')"
+  python3 -c "import sys; t, g = float(sys.argv[1]), float(sys.argv[2]); print('| ratio (tail / anchor) | %s | %.2f | |' % (sys.argv[3], t / g))" "$tail" "$gpu" "$n"
 done
