@@ -93,7 +93,9 @@ grep -q "Switchyard $version from $prefix/lib/cmake/Switchyard" "$work/cmake.log
 "$cmake" --build "$work/cmake-build" >"$work/build.log" 2>&1 ||
   { cat "$work/build.log" >&2; fail "building the CMake consumer failed"; }
 # Its build files (compile and link lines included) name neither tree.
-if grep -rlIE "$source|$build" "$work/cmake-build"; then
+# A whole path (followed by a separator or the end), so a tree at /tmp/cc does not match the
+# compiler's temporary files (/tmp/ccXXXX.s) in CMake's logs.
+if grep -rlIE "($source|$build)([/\"' ;:]|\$)" "$work/cmake-build"; then
   fail "the CMake consumer's build names the source or build tree"
 fi
 out=$(run "$work/cmake-build/consumer" "${args[@]}") || fail "the CMake consumer failed: $out"
