@@ -533,11 +533,12 @@ class Placer {
   // (stage, device) form one partition; every cross-device edge climbs a stage, so the
   // partition graph is acyclic. Then one copy per (value, destination device).
   Placement partition_and_plan_copies() {
-    // Levels: the device changes on the longest path to a node (earliest), then each node as
-    // late as its readers allow (latest). A node that could run early or late — BERT's word
-    // embedding, a graph input's gather on cuda:0, beside a host shape step whose cuda:0
-    // readers come later — then joins its device's later partition instead of opening one of
-    // its own before the host step. nodes_ is in topological order.
+    // Levels: the device changes on the longest path to a node (earliest). Then, from the last
+    // node back, a node moves as late as its readers allow, but only into a level where its
+    // device already has a group: a node that can wait (BERT's word embedding, a graph input's
+    // gather on cuda:0, beside a host shape step whose cuda:0 readers come later) joins its
+    // device's later partition instead of opening one of its own, and no move opens a
+    // partition the earliest levels did not have. nodes_ is in topological order.
     std::vector<int> level(nodes_.size(), 0);
     for (size_t i = 0; i < nodes_.size(); ++i) {
       for (const ir::Value* v : reads_[i]) {
@@ -547,15 +548,22 @@ class Placer {
       }
     }
     const int last = nodes_.empty() ? 0 : *std::max_element(level.begin(), level.end());
-    std::vector<int> latest(nodes_.size(), last);
+    std::set<std::pair<int, int>> earliest_groups;  // (level, device) of the earliest levels
+    for (size_t i = 0; i < nodes_.size(); ++i) earliest_groups.insert({level[i], state_[i].device});
+    std::vector<int> bound(nodes_.size(), last);  // the latest level each node's readers allow
     for (size_t i = nodes_.size(); i-- > 0;) {
+      for (int l = bound[i]; l > level[i]; --l) {
+        if (earliest_groups.count({l, state_[i].device})) {
+          level[i] = l;
+          break;
+        }
+      }
       for (const ir::Value* v : reads_[i]) {
         if (!v->producer()) continue;
         size_t p = static_cast<size_t>(node_index_.at(v->producer()));
-        latest[p] = std::min(latest[p], latest[i] - (state_[p].device != state_[i].device ? 1 : 0));
+        bound[p] = std::min(bound[p], level[i] - (state_[p].device != state_[i].device ? 1 : 0));
       }
     }
-    level = std::move(latest);
     std::map<std::pair<int, int>, int> key_to_partition;  // (level, device order) → index
     std::map<std::pair<int, int>, std::vector<size_t>> groups;
     for (size_t i = 0; i < nodes_.size(); ++i) groups[{level[i], state_[i].device}].push_back(i);

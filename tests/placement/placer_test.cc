@@ -718,6 +718,32 @@ TEST(PlacerPartitions, ANodeThatCanWaitJoinsItsDevicesLaterPartition) {
   expect_bit_identical_to_cpu(make, {x}, o.outputs);
 }
 
+// ...but never into a level where its device has no group yet: c_neg (cpu, a graph output that
+// nothing reads) could wait until after sim:0's partition, which would give the cpu a second
+// partition; it stays with a_neg.
+TEST(PlacerPartitions, WaitingNeverOpensAPartition) {
+  GraphFactory make = [] {
+    auto g = std::make_unique<ir::Graph>("no_new");
+    ir::Value* x = g->add_input("X", ir::Type::tensor(kF32, ir::make_shape({32, 256})));
+    ir::Value* a = g->add_node("Neg", "a_neg", {x}, {"A"})->output(0);
+    g->add_output(g->add_node("Relu", "b_relu", {a}, {"B"})->output(0));
+    g->add_output(g->add_node("Neg", "c_neg", {x}, {"C"})->output(0));
+    return g;
+  };
+  Devices devices = cpu_and({fast_sim({"Neg"})});
+  auto graph = typed(make);
+  Placement placement = place(*graph, raw(devices), prefer("sim:0"));
+  expect_partitions_acyclic(placement);
+  const PlacementReport& report = placement.report;
+  ASSERT_EQ(device_of(report, "b_relu"), "sim:0");
+  EXPECT_EQ(decision_of(report, "a_neg").partition, decision_of(report, "c_neg").partition);
+  EXPECT_EQ(report.partitions.size(), 2u);
+  auto exe = compile(make, devices, prefer("sim:0"));
+  ir::Tensor x = random_tensor(kF32, {32, 256}, 21);
+  Observed o = run_observed(*exe, {x});
+  expect_bit_identical_to_cpu(make, {x}, o.outputs);
+}
+
 TEST(PlacerPartitions, RandomDagsWithRandomSupportGiveAcyclicPartitionsAndCpuResults) {
   const std::vector<std::string> all_ops = {"Relu", "Neg", "Sigmoid", "Abs", "Tanh",
                                             "Add",  "Mul", "Sub",     "Max"};
