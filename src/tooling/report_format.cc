@@ -706,6 +706,27 @@ std::string format_html(const PlacementReport& report) {
     out += "</tbody></table>\n</section>\n";
   }
 
+  // Control dependencies: each orders a node after another without moving data.
+  std::map<std::string, int> partition_of;
+  for (const NodeDecision& node : report.nodes) partition_of[node.node] = node.partition;
+  std::string control_rows;
+  for (const EdgeInfo& edge : report.edges) {
+    if (!edge.control) continue;
+    control_rows += fmt::format(
+        "<tr class=\"control\"><td class=\"name\">{}</td><td class=\"name\">{}</td>"
+        "<td class=\"num\">{} → {}</td><td>none (control)</td></tr>\n",
+        html_escape(edge.to_node), html_escape(edge.from_node),
+        partition_label(partition_of[edge.from_node], "-"),
+        partition_label(partition_of[edge.to_node], "-"));
+  }
+  if (!control_rows.empty()) {
+    out +=
+        "<section>\n<h2>Control dependencies</h2>\n<table><thead><tr><th>node</th>"
+        "<th>runs after</th><th class=\"num\">partitions</th><th>data</th></tr></thead>\n"
+        "<tbody>\n" +
+        control_rows + "</tbody></table>\n</section>\n";
+  }
+
   out += "</main>\n<script type=\"application/json\" id=\"placement-report\">\n" +
          script_safe_json(report_json(report)) + "\n</script>\n<script>" +
          std::string(kHtmlScript) + "</script>\n</body>\n</html>\n";

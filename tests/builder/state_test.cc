@@ -114,8 +114,9 @@ TEST(State, BatchNormTrainingMovesTheRunningMeanInferenceReadsIt) {
   for (const Options& options : configurations()) {
     const std::string where = options.device;
     Executable exe = batch_norm_step(initial).compile(options);
-    if (options.device == "sim:0")
+    if (options.device == "sim:0") {
       EXPECT_EQ(exe.placement_summary().find("cpu:"), std::string::npos) << exe.placement_summary();
+    }
     // The variable is state, neither an input nor an output.
     ASSERT_EQ(exe.inputs().size(), 2u) << where;
     for (const ValueInfo& in : exe.inputs()) EXPECT_NE(in.name, "running_mean") << where;
@@ -330,7 +331,9 @@ TEST(ControlDependency, KeepsAndOrdersANodeAcrossDevicesWithoutACopy) {
     EXPECT_EQ(node[square_node]->device, across ? "sim:0" : "cpu");
     EXPECT_EQ(node[depend_node]->device, "cpu");
     EXPECT_LE(node[square_node]->partition, node[depend_node]->partition);
-    if (across) EXPECT_LT(node[square_node]->partition, node[depend_node]->partition);
+    if (across) {
+      EXPECT_LT(node[square_node]->partition, node[depend_node]->partition);
+    }
     bool control_edge = false;
     for (const auto& e : report.edges)
       if (e.from_node == square_node && e.to_node == depend_node) {
@@ -345,6 +348,11 @@ TEST(ControlDependency, KeepsAndOrdersANodeAcrossDevicesWithoutACopy) {
     EXPECT_NE(dot.find(fmt::format("\"{}\" -> \"{}\" [style=dotted", square_node, depend_node)),
               std::string::npos)
         << dot;
+    std::string html = exe.explain("html");
+    EXPECT_NE(html.find("<h2>Control dependencies</h2>"), std::string::npos);
+    EXPECT_NE(html.find(fmt::format("<td class=\"name\">{}</td><td class=\"name\">{}</td>",
+                                    depend_node, square_node)),
+              std::string::npos);
 
     RunOptions profiled;
     profiled.profile = true;
