@@ -119,9 +119,10 @@ SWITCHYARD_API sy_status sy_model_save_onnx(const sy_model* model, const char* p
 /** Compiles the model into *exe. `options` are `n_options` "key=value" strings mapping onto
  *  switchyard::Options: device, compute_units, fallback, precision, split, sim_config,
  *  cache_dir (strings); num_threads, sim_devices, min_partition_nodes, shape_cache_capacity,
- *  cache_max_bytes, max_in_flight (integers); optimize, fusion, cuda_graphs, allow_relower (0/1, true/false);
- *  pin and memory_limit (repeatable: "pin=op:MatMul=sim:0"). An unknown key or a bad value is
- *  SY_INVALID_ARGUMENT naming it. The model is consumed (free it with sy_model_free after). */
+ *  cache_max_bytes, max_in_flight (integers); optimize, fusion, cuda_graphs, allow_relower
+ *  (0/1, true/false); pin and memory_limit (repeatable: "pin=op:MatMul=sim:0"). An unknown key
+ *  or a bad value is SY_INVALID_ARGUMENT naming it. The model is consumed (free it with
+ *  sy_model_free after). */
 SWITCHYARD_API sy_status sy_model_compile(sy_model* model, const char* const* options,
                                           size_t n_options, sy_executable** exe);
 SWITCHYARD_API void sy_model_free(sy_model* model);

@@ -3,7 +3,6 @@
 
 #include "onnx/import.h"
 
-
 #include <algorithm>
 #include <new>
 #include <optional>

@@ -31,38 +31,33 @@ bool parse_proto(google::protobuf::MessageLite& message, const void* data, size_
   return message.ParseFromCodedStream(&in) && in.ConsumedEntireMessage();
 }
 
-std::string read_file(const std::string& path, const std::string& what) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  SY_CHECK(fd >= 0, InvalidArgument, "{}: cannot open: {}", what, std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    SY_THROW(InvalidArgument, "{}: not a regular file", what);
-  }
-  std::string bytes;
-  try {
-    bytes.resize(static_cast<size_t>(st.st_size));
-  } catch (const std::exception&) {
-    ::close(fd);
-    SY_THROW(OutOfMemory, "{}: cannot hold {} bytes in memory", what, st.st_size);
-  }
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      int err = errno;
-      ::close(fd);
-      SY_THROW(InvalidArgument, "{}: read {} of {} bytes{}", what, done, bytes.size(),
-               n < 0 ? std::string(": ") + std::strerror(err) : "");
-    }
-    done += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  return bytes;
-}
-
 namespace {
+
+// A regular file open for reading, closed when this goes; throws InvalidArgument naming `what`
+// when the path cannot be opened or is not a regular file.
+class RegularFile {
+ public:
+  RegularFile(const std::string& path, const std::string& what)
+      : fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
+    SY_CHECK(fd_ >= 0, InvalidArgument, "{}: cannot open: {}", what, std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd_);
+      SY_THROW(InvalidArgument, "{}: not a regular file", what);
+    }
+    size_ = st.st_size;
+  }
+  ~RegularFile() { ::close(fd_); }
+  RegularFile(const RegularFile&) = delete;
+  RegularFile& operator=(const RegularFile&) = delete;
+
+  int fd() const { return fd_; }
+  off_t size() const { return size_; }
+
+ private:
+  int fd_;
+  off_t size_ = 0;
+};
 
 // A file descriptor read in chunks for protobuf, hashing every byte it hands out. A read error
 // is kept, so the caller reports it instead of "not a valid model".
@@ -103,40 +98,43 @@ class HashingFileStream final : public google::protobuf::io::CopyingInputStream 
 
 }  // namespace
 
+std::string read_file(const std::string& path, const std::string& what) {
+  RegularFile file(path, what);
+  std::string bytes;
+  try {
+    bytes.resize(static_cast<size_t>(file.size()));
+  } catch (const std::exception&) {
+    SY_THROW(OutOfMemory, "{}: cannot hold {} bytes in memory", what, file.size());
+  }
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::read(file.fd(), bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int err = errno;
+      SY_THROW(InvalidArgument, "{}: read {} of {} bytes{}", what, done, bytes.size(),
+               n < 0 ? std::string(": ") + std::strerror(err) : "");
+    }
+    done += static_cast<size_t>(n);
+  }
+  return bytes;
+}
+
 bool parse_proto_file(google::protobuf::MessageLite& message, const std::string& path,
                       const std::string& what, int recursion_limit, uint64_t* hash) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  SY_CHECK(fd >= 0, InvalidArgument, "{}: cannot open: {}", what, std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    SY_THROW(InvalidArgument, "{}: not a regular file", what);
-  }
-  if (st.st_size > static_cast<off_t>(INT_MAX)) {
-    ::close(fd);
-    return false;
-  }
+  RegularFile file(path, what);
+  if (file.size() > static_cast<off_t>(INT_MAX)) return false;
+  HashingFileStream stream(file.fd());
   bool ok = false;
-  int error = 0;
-  uint64_t total = 0;
-  try {
-    HashingFileStream file(fd);
-    {
-      google::protobuf::io::CopyingInputStreamAdaptor stream(&file, 1 << 20);
-      google::protobuf::io::CodedInputStream in(&stream);
-      in.SetRecursionLimit(recursion_limit);
-      ok = message.ParseFromCodedStream(&in) && in.ConsumedEntireMessage();
-    }
-    error = file.error();
-    total = file.total();
-    if (hash) *hash = file.digest();
-  } catch (...) {
-    ::close(fd);
-    throw;
+  {
+    google::protobuf::io::CopyingInputStreamAdaptor adaptor(&stream, 1 << 20);
+    google::protobuf::io::CodedInputStream in(&adaptor);
+    in.SetRecursionLimit(recursion_limit);
+    ok = message.ParseFromCodedStream(&in) && in.ConsumedEntireMessage();
   }
-  ::close(fd);
-  SY_CHECK(error == 0, InvalidArgument, "{}: read {} of {} bytes: {}", what, total, st.st_size,
-           std::strerror(error));
+  SY_CHECK(stream.error() == 0, InvalidArgument, "{}: read {} of {} bytes: {}", what,
+           stream.total(), file.size(), std::strerror(stream.error()));
+  if (hash) *hash = stream.digest();
   return ok;
 }
 

@@ -28,16 +28,17 @@ using pattern::remove_node;
 using pattern::same_shape;
 using pattern::sole_reader;
 
-// Replaces `first -> second` (second reads first's only output) by one node of second's op
-// type, name and attributes, with `inputs`, producing second's output value.
-ir::Node* replace_pair(ir::Graph& g, ir::Node* first, ir::Node* second,
-                       const std::vector<ir::Value*>& inputs) {
+// Replaces `first -> second` (second reads first's only output) by one node with `inputs` that
+// produces second's output value (name, type, readers) and takes `keep`'s op type, name and
+// attributes (`keep` is first or second).
+ir::Node* replace_pair(ir::Graph& g, ir::Node* first, ir::Node* second, const ir::Node* keep,
+                       std::vector<ir::Value*> inputs) {  // a copy: it may be first's inputs
   ir::Value* out = second->output(0);
   const std::string out_name = out->name();
   const ir::Type out_type = out->type();
-  const std::string name = second->name(), op = second->op_type(), domain = second->domain();
-  const int kind = second->kind_id();
-  const std::vector<ir::Attribute> attributes = second->attributes();
+  const std::string name = keep->name(), op = keep->op_type(), domain = keep->domain();
+  const int kind = keep->kind_id();
+  const std::vector<ir::Attribute> attributes = keep->attributes();
   // Park the readers on a placeholder so both nodes can go and free the output's name.
   ir::Node* hold = g.add_node("Identity", "", {}, {g.unique_value_name(out_name + "_fusing")});
   g.replace_all_uses(out, hold->output(0));
@@ -58,13 +59,14 @@ bool is_last_axis(const ir::Type& type, int64_t axis) {
   return axis == -1 || axis == type.rank() - 1;
 }
 
-// The Add whose output `v` is, when both its inputs are tensors (nullptr otherwise).
-ir::Node* add_producing(const ir::Graph& g, const ir::Value* v) {
+// The Add that produces `v` for `reader` alone (its one reader; not a graph output), when
+// both its inputs are tensors; nullptr otherwise.
+ir::Node* add_feeding(const ir::Graph& g, const ir::Value* v, const ir::Node* reader) {
   ir::Node* add = v->producer();
   if (!add || add->owner() != &g || !is_onnx_op(*add, "Add") || add->num_inputs() != 2 ||
       add->num_outputs() != 1 || !add->input(0) || !add->input(1))
     return nullptr;
-  return sole_reader(g, add->output(0)) ? add : nullptr;
+  return sole_reader(g, add->output(0)) == reader ? add : nullptr;
 }
 
 }  // namespace
@@ -82,26 +84,9 @@ std::vector<runtime::FusionGroup> fuse_norm_activation(ir::Graph& graph) {
   std::vector<runtime::FusionGroup> groups;
   for (auto [norm, relu] : pairs) {
     groups.push_back({{norm->name(), relu->name()}});
-    const std::vector<ir::Value*> inputs = norm->inputs();
-    const std::string name = norm->name();
-    const int kind = norm->kind_id();
-    const std::vector<ir::Attribute> attributes = norm->attributes();
     // The normalization takes the ReLU's place: its op, name and attributes, the ReLU's value.
-    ir::Value* out = relu->output(0);
-    const std::string out_name = out->name();
-    const ir::Type out_type = out->type();
-    ir::Node* hold =
-        graph.add_node("Identity", "", {}, {graph.unique_value_name(out_name + "_fusing")});
-    graph.replace_all_uses(out, hold->output(0));
-    remove_node(graph, relu);
-    remove_node(graph, norm);
-    ir::Node* fused = graph.add_node("BatchNormalization", name, inputs, {out_name});
-    fused->set_kind_id(kind);
-    fused->output(0)->set_type(out_type);
-    for (const ir::Attribute& a : attributes) fused->set_attribute(a);
+    ir::Node* fused = replace_pair(graph, norm, relu, norm, norm->inputs());
     fused->set_attribute(ir::Attribute::make_string(kFusedActivationAttr, "Relu"));
-    graph.replace_all_uses(hold->output(0), fused->output(0));
-    remove_node(graph, hold);
   }
   if (!pairs.empty()) graph.sort_topologically();
   return groups;
@@ -115,8 +100,8 @@ std::vector<runtime::FusionGroup> fuse_residual_layernorm(ir::Graph& graph) {
       continue;
     const ir::Type& xt = n->input(0)->type();
     if (!is_float(xt.dtype) || !is_last_axis(xt, n->attr_int("axis", -1))) continue;
-    ir::Node* add = add_producing(graph, n->input(0));
-    if (!add || sole_reader(graph, add->output(0)) != n.get()) continue;
+    ir::Node* add = add_feeding(graph, n->input(0), n.get());
+    if (!add) continue;
     // Shapes are often not provable here (a Reshape of computed dims); the kernel adds a
     // residual of X's shape row by row and sums any other broadcast first.
     if (add->input(0)->type().dtype != xt.dtype || add->input(1)->type().dtype != xt.dtype)
@@ -127,7 +112,7 @@ std::vector<runtime::FusionGroup> fuse_residual_layernorm(ir::Graph& graph) {
   for (auto [add, norm] : pairs) {
     groups.push_back({{norm->name(), add->name()}});
     std::vector<ir::Value*> inputs = {add->input(0), norm->input(1), norm->input(2), add->input(1)};
-    replace_pair(graph, add, norm, inputs);
+    replace_pair(graph, add, norm, norm, inputs);
   }
   if (!pairs.empty()) graph.sort_topologically();
   return groups;
@@ -145,8 +130,8 @@ std::vector<runtime::FusionGroup> fuse_softmax_mask(ir::Graph& graph) {
     if (!is_onnx_op(*n, "Softmax") || n->num_outputs() != 1 || n->num_inputs() != 1) continue;
     const ir::Type& t = n->input(0)->type();
     if (!is_float(t.dtype) || !is_last_axis(t, n->attr_int("axis", -1))) continue;
-    ir::Node* add = add_producing(graph, n->input(0));
-    if (!add || sole_reader(graph, add->output(0)) != n.get()) continue;
+    ir::Node* add = add_feeding(graph, n->input(0), n.get());
+    if (!add) continue;
     // X: the operand of the sum's own shape where that is provable (else input 0), M the
     // other; the kernel adds a mask that broadcasts into X's rows row by row and sums any
     // other broadcast first, so shapes not provable here still give the Add's result.
@@ -159,7 +144,7 @@ std::vector<runtime::FusionGroup> fuse_softmax_mask(ir::Graph& graph) {
   std::vector<runtime::FusionGroup> groups;
   for (const Match& m : matches) {
     groups.push_back({{m.softmax->name(), m.add->name()}});
-    replace_pair(graph, m.add, m.softmax, {m.x, m.mask});
+    replace_pair(graph, m.add, m.softmax, m.softmax, {m.x, m.mask});
   }
   if (!matches.empty()) graph.sort_topologically();
   return groups;

@@ -245,6 +245,24 @@ class MatMulKernel : public runtime::Kernel {
     epilogue_.finish(ctx.node(), y, ctx.num_threads());
   }
 
+  // The fused epilogue as oneDNN attributes: alpha as the output scale, the activation as a
+  // post-op (the bias goes in as its own argument, bias_desc).
+  dnnl::primitive_attr epilogue_attr() const {
+    dnnl::primitive_attr attr = user_scratchpad_attr();
+    if (alpha_ != 1.0f) attr.set_output_scales(0, {alpha_});
+    dnnl::post_ops ops;
+    epilogue_.append_to(ops);
+    if (ops.len() > 0) attr.set_post_ops(ops);
+    return attr;
+  }
+
+  // The bias of length n, broadcast over every dim of a rank-`rank` result but the last.
+  static dnnl::memory::desc bias_desc(size_t rank, int64_t n) {
+    std::vector<int64_t> dims(rank, 1);
+    dims.back() = n;
+    return plain_desc(dims, dnnl::memory::data_type::f32);
+  }
+
   std::shared_ptr<const MatMulPlan> make_permuted_plan(const runtime::KernelContext& ctx,
                                                        const ir::Tensor& a, const ir::Tensor& b,
                                                        const PermutedView& va,
@@ -261,17 +279,8 @@ class MatMulKernel : public runtime::Kernel {
     using dt = dnnl::memory::data_type;
     std::vector<int64_t> dst = d.out_batch;
     dst.insert(dst.end(), {d.m, d.n});
-    dnnl::memory::desc bias_md;
-    if (bias) {
-      std::vector<int64_t> bdims(dst.size(), 1);
-      bdims.back() = d.n;
-      bias_md = plain_desc(bdims, dt::f32);
-    }
-    dnnl::primitive_attr attr = user_scratchpad_attr();
-    if (alpha_ != 1.0f) attr.set_output_scales(0, {alpha_});
-    dnnl::post_ops ops;
-    epilogue_.append_to(ops);
-    if (ops.len() > 0) attr.set_post_ops(ops);
+    const dnnl::memory::desc bias_md = bias ? bias_desc(dst.size(), d.n) : dnnl::memory::desc();
+    const dnnl::primitive_attr attr = epilogue_attr();
     auto strided = [](const PermutedView& v) {
       return dnnl::memory::desc(dnnl_dims(v.shape), dt::f32, dnnl_dims(v.strides));
     };
@@ -369,19 +378,8 @@ class MatMulKernel : public runtime::Kernel {
       wei.insert(wei.end(), {d.k, d.n});
       dst.insert(dst.end(), {d.m, d.n});
     }
-    // The fused epilogue: alpha as the output scale, the bias broadcast over every dim but
-    // the last, the activation as a post-op.
-    dnnl::memory::desc bias_md;
-    if (has_bias) {
-      std::vector<int64_t> bdims(dst.size(), 1);
-      bdims.back() = d.n;
-      bias_md = plain_desc(bdims, dt::f32);
-    }
-    dnnl::primitive_attr attr = user_scratchpad_attr();
-    if (alpha_ != 1.0f) attr.set_output_scales(0, {alpha_});
-    dnnl::post_ops ops;
-    epilogue_.append_to(ops);
-    if (ops.len() > 0) attr.set_post_ops(ops);
+    const dnnl::memory::desc bias_md = has_bias ? bias_desc(dst.size(), d.n) : dnnl::memory::desc();
+    const dnnl::primitive_attr attr = epilogue_attr();
     plan->dnnl = make_dnnl_matmul(plain_desc(src, dt::f32), plain_desc(wei, dt::f32), bias_md,
                                   plain_desc(dst, dt::f32), attr, b, constant_b_);
     return plan;

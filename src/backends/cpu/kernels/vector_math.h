@@ -12,6 +12,12 @@
 
 namespace switchyard::cpu {
 
+// Vectors pass only between always-inline functions here (hence -Wpsabi off, to the end).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
 // cond ? a : b on the bits, so the compiler keeps it a blend instead of a branch (a branch
 // around floating-point math stops loops from vectorizing under -ftrapping-math).
 inline float blend(bool cond, float a, float b) {
@@ -20,19 +26,18 @@ inline float blend(bool cond, float a, float b) {
                               (std::bit_cast<int32_t>(b) & ~mask));
 }
 
-// exp(x) for float without a library call, so loops over it vectorize: Cephes' expf
-// polynomial after rounding x / ln 2 to an integer (relative error below 1e-7). Results below
-// 2.7e-38 flush to 0; NaN stays NaN.
-inline float exp_float(float x) {
-  float c = blend(__builtin_isless(x, -86.5f), -86.5f, x);
-  c = blend(__builtin_isgreater(c, 88.7f), 88.7f, c);
+// exp(c) for c already in [-86.5, 88.7], on a float or on a vector of them (V); I is the
+// matching integer type (int32_t, or the vector's comparison mask). exp_float and vexp clamp
+// and patch the ends around it.
+template <typename V, typename I>
+[[gnu::always_inline]] inline V exp_in_range(V c) {
   // Adding 1.5 * 2^23 rounds to an integer held in the low mantissa bits.
-  float t = c * 1.44269504088896341f + 12582912.0f;
-  float fx = t - 12582912.0f;
-  int32_t n = std::bit_cast<int32_t>(t) - 0x4B400000;
-  float r = c - fx * 0.693359375f + fx * 2.12194440e-4f;
-  float z = r * r;
-  float y =
+  V t = c * 1.44269504088896341f + 12582912.0f;
+  V fx = t - 12582912.0f;
+  I n = std::bit_cast<I>(t) - 0x4B400000;
+  V r = c - fx * 0.693359375f + fx * 2.12194440e-4f;
+  V z = r * r;
+  V y =
       ((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r + 4.1665795894e-2f) *
            r +
        1.6666665459e-1f) *
@@ -40,7 +45,16 @@ inline float exp_float(float x) {
       5.0000001201e-1f;
   y = y * z + r + 1.0f;
   // 2^n as two factors so n = 128 does not overflow the exponent field.
-  y = y * std::bit_cast<float>((n + 126) << 23) * 2.0f;
+  return y * std::bit_cast<V>((n + 126) << 23) * 2.0f;
+}
+
+// exp(x) for float without a library call, so loops over it vectorize: Cephes' expf
+// polynomial after rounding x / ln 2 to an integer (relative error below 1e-7). Results below
+// 2.7e-38 flush to 0; NaN stays NaN.
+inline float exp_float(float x) {
+  float c = blend(__builtin_isless(x, -86.5f), -86.5f, x);
+  c = blend(__builtin_isgreater(c, 88.7f), 88.7f, c);
+  float y = exp_in_range<float, int32_t>(c);
   y = blend(__builtin_isless(x, -86.5f), 0.0f, y);
   y = blend(__builtin_isgreater(x, 88.7f), std::numeric_limits<float>::infinity(), y);
   return blend(__builtin_isunordered(x, x), x, y);
@@ -50,10 +64,6 @@ inline float exp_float(float x) {
 // register (use Vec16 only inside functions built for AVX-512: cpu_isa.h; without it the
 // compiler splits it badly). The functions below are templates over either, always inline, so a
 // vector never passes by value across a call (hence -Wpsabi off).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wpsabi"
-#endif
 using Vec8 = float __attribute__((vector_size(32)));
 using Vec16 = float __attribute__((vector_size(64)));
 
@@ -91,19 +101,7 @@ template <typename V>
   const M nan = x != x;
   V c = vselect(low, vsplat<V>(-86.5f), x);
   c = vselect(high, vsplat<V>(88.7f), c);
-  V t = c * 1.44269504088896341f + 12582912.0f;
-  V fx = t - 12582912.0f;
-  M n = std::bit_cast<M>(t) - 0x4B400000;
-  V r = c - fx * 0.693359375f + fx * 2.12194440e-4f;
-  V z = r * r;
-  V y =
-      ((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r + 4.1665795894e-2f) *
-           r +
-       1.6666665459e-1f) *
-          r +
-      5.0000001201e-1f;
-  y = y * z + r + 1.0f;
-  y = y * std::bit_cast<V>((n + 126) << 23) * 2.0f;
+  V y = exp_in_range<V, M>(c);
   y = vselect(low, vsplat<V>(0.0f), y);
   y = vselect(high, vsplat<V>(std::numeric_limits<float>::infinity()), y);
   return vselect(nan, x, y);
