@@ -532,7 +532,8 @@ std::exception_ptr public_error(std::exception_ptr&& error) {
 // Holds no reference to the executable: its destructor waits for the run instead.
 template <typename T, typename Deliver>
 std::future<T> start_public_run(const compiler::CompiledModel& impl, std::vector<Datum> inputs,
-                                const RunOptions& options, Deliver deliver) {
+                                const RunOptions& options, Deliver deliver,
+                                bool caller_waits = false) {
   auto promise = std::make_shared<std::promise<T>>();
   std::future<T> future = promise->get_future();
   auto run = std::make_shared<AsyncRun>();
@@ -556,44 +557,56 @@ std::future<T> start_public_run(const compiler::CompiledModel& impl, std::vector
         }
         promise->set_exception(public_error(std::move(error)));
       },
-      &run->stats, run->options.profile ? &run->profiler : nullptr, &run->control);
+      &run->stats, run->options.profile ? &run->profiler : nullptr, &run->control, caller_waits);
   return future;
 }
 
 }  // namespace
 
+namespace {
+std::future<RunResult> start_values_run(const compiler::CompiledModel& impl,
+                                        std::vector<Datum> inputs, const RunOptions& options,
+                                        bool caller_waits) {
+  return start_public_run<RunResult>(
+      impl, std::move(inputs), options,
+      [](AsyncRun& run, std::vector<Datum> outputs) {
+        RunResult result;
+        result.outputs = std::move(outputs);
+        result.stats = run.stats;
+        if (run.options.profile) result.profile = run.profiler.events();
+        return result;
+      },
+      caller_waits);
+}
+}  // namespace
+
 std::future<RunResult> Executable::run_values_async(std::vector<Datum> inputs,
                                                     const RunOptions& options) const {
-  return start_public_run<RunResult>(*impl_, std::move(inputs), options,
-                                     [](AsyncRun& run, std::vector<Datum> outputs) {
-                                       RunResult result;
-                                       result.outputs = std::move(outputs);
-                                       result.stats = run.stats;
-                                       if (run.options.profile)
-                                         result.profile = run.profiler.events();
-                                       return result;
-                                     });
+  return start_values_run(*impl_, std::move(inputs), options, false);
 }
 
 RunResult Executable::run_values(std::vector<Datum> inputs, const RunOptions& options) const {
-  return run_values_async(std::move(inputs), options).get();
+  return start_values_run(*impl_, std::move(inputs), options, true).get();
 }
 
-std::future<std::map<std::string, Tensor>> Executable::run_async(
-    const std::map<std::string, Tensor>& inputs, const RunOptions& options) const {
+namespace {
+std::future<std::map<std::string, Tensor>> start_named_run(
+    const compiler::CompiledModel& impl, const std::map<std::string, Tensor>& inputs,
+    const RunOptions& options, bool caller_waits) {
   std::vector<Datum> ordered;
   try {
     std::map<std::string, ir::Datum> named;
     for (const auto& [name, t] : inputs) named.emplace(name, ir::Datum(t));
-    ordered = impl_->executable().order_inputs(named);
+    ordered = impl.executable().order_inputs(named);
   } catch (...) {
     std::promise<std::map<std::string, Tensor>> failed;
     failed.set_exception(public_error(std::current_exception()));
     return failed.get_future();
   }
-  const runtime::Executable* exe = &impl_->executable();
+  const runtime::Executable* exe = &impl.executable();
   return start_public_run<std::map<std::string, Tensor>>(
-      *impl_, std::move(ordered), options, [exe](AsyncRun&, std::vector<Datum> results) {
+      impl, std::move(ordered), options,
+      [exe](AsyncRun&, std::vector<Datum> results) {
         std::map<std::string, Tensor> out;
         const auto& outs = exe->user_outputs();
         for (size_t i = 0; i < outs.size(); ++i) {
@@ -602,7 +615,14 @@ std::future<std::map<std::string, Tensor>> Executable::run_async(
           out.emplace(outs[i]->name(), results[i].tensor);
         }
         return out;
-      });
+      },
+      caller_waits);
+}
+}  // namespace
+
+std::future<std::map<std::string, Tensor>> Executable::run_async(
+    const std::map<std::string, Tensor>& inputs, const RunOptions& options) const {
+  return start_named_run(*impl_, inputs, options, false);
 }
 
 int Executable::num_threads() const { return impl_->executable().num_threads(); }
@@ -636,7 +656,7 @@ Tensor Executable::wrap_device_memory(const std::string& device, DType dtype,
 
 std::map<std::string, Tensor> Executable::run(const std::map<std::string, Tensor>& inputs,
                                               const RunOptions& options) const {
-  return run_async(inputs, options).get();
+  return start_named_run(*impl_, inputs, options, true).get();
 }
 
 std::vector<ValueInfo> Executable::inputs() const {

@@ -297,7 +297,20 @@ size_t Executable::cached_shape_signatures() const {
 std::vector<ir::Datum> Executable::run(std::vector<ir::Datum> inputs, RunStats* stats,
                                        runtime::Profiler* profiler,
                                        const RunControl* control) const {
-  return run_async(std::move(inputs), stats, profiler, control).get();
+  // Only a plan of one step is over when start_run returns (it ran on this thread); any other
+  // ends on the devices' workers, after this frame would be gone.
+  if (plan_.steps.size() != 1) return run_async(std::move(inputs), stats, profiler, control).get();
+  std::vector<ir::Datum> outputs;
+  std::exception_ptr error;
+  start_run(
+      std::move(inputs),
+      [&](std::vector<ir::Datum> out, std::exception_ptr e) {
+        outputs = std::move(out);
+        error = std::move(e);
+      },
+      stats, profiler, control, true);
+  if (error) std::rethrow_exception(error);
+  return outputs;
 }
 
 std::future<std::vector<ir::Datum>> Executable::run_async(std::vector<ir::Datum> inputs,
@@ -320,14 +333,15 @@ std::future<std::vector<ir::Datum>> Executable::run_async(std::vector<ir::Datum>
 }
 
 void Executable::start_run(std::vector<ir::Datum> inputs, RunDone done, RunStats* stats,
-                           runtime::Profiler* profiler, const RunControl* control) const {
+                           runtime::Profiler* profiler, const RunControl* control,
+                           bool caller_waits) const {
   // The deadline counts from the call, waits for a place in flight or a turn included.
   const auto started = std::chrono::steady_clock::now();
   const RunControl no_control;
   if (variable_slots_.empty()) {
     try {
       launch_graph(std::move(inputs), done, stats, profiler, control ? *control : no_control,
-                   started);
+                   started, caller_waits);
     } catch (...) {
       done({}, std::current_exception());
     }
@@ -392,7 +406,7 @@ void Executable::start_run(std::vector<ir::Datum> inputs, RunDone done, RunStats
         if (!assign_output_[i]) results.push_back(std::move(outs[i]));
       done(std::move(results), std::move(error));
     };
-    launch_graph(std::move(all), commit, stats, profiler, graph_control, started);
+    launch_graph(std::move(all), commit, stats, profiler, graph_control, started, caller_waits);
   } catch (...) {
     // Nothing was started: the turn (if taken) is free again.
     if (turn) run_turn_.release();

@@ -145,7 +145,9 @@ class Executable {
   /// Variables: the run reads the state current when it starts and, when it succeeds, commits
   /// every assign at once (a failed run commits nothing); runs of a graph that assigns
   /// variables run one at a time, so the state is always that of some sequence of whole runs.
-  /// run_async(...).get().
+  /// run_async(...).get(), except that a plan of one step runs on the calling thread (which
+  /// would only wait for a worker): no hand-over to a device worker and back (start_run's
+  /// `caller_waits`).
   std::vector<ir::Datum> run(std::vector<ir::Datum> inputs, RunStats* stats = nullptr,
                              runtime::Profiler* profiler = nullptr,
                              const RunControl* control = nullptr) const;
@@ -169,8 +171,11 @@ class Executable {
   /// checks or has no partition); it must not throw, and must not destroy the executable.
   using RunDone = std::function<void(std::vector<ir::Datum> outputs, std::exception_ptr error)>;
   /// run_async with a completion callback instead of a future.
+  /// `caller_waits`: the caller only waits for the run to end (a synchronous run): a plan of
+  /// one step then runs on the calling thread, and start_run returns once the run has ended.
   void start_run(std::vector<ir::Datum> inputs, RunDone done, RunStats* stats = nullptr,
-                 runtime::Profiler* profiler = nullptr, const RunControl* control = nullptr) const;
+                 runtime::Profiler* profiler = nullptr, const RunControl* control = nullptr,
+                 bool caller_waits = false) const;
   /// Named inputs in user_inputs() order; throws InvalidArgument for a missing, unknown or
   /// variable's name.
   std::vector<ir::Datum> order_inputs(const std::map<std::string, ir::Datum>& inputs) const;
@@ -187,9 +192,10 @@ class Executable {
   // (run_job.cc); `done` gets every graph output, the assigns' in host memory, and the run
   // leaves flight after it. `control`'s output_buffers are indexed by graph output. Throws
   // (before anything is in flight) for inputs that do not fit.
+  // `caller_waits`: start_run's; a one-step plan then runs on the calling thread.
   void launch_graph(std::vector<ir::Datum> inputs, const RunDone& done, RunStats* stats,
                     runtime::Profiler* profiler, const RunControl& control,
-                    std::chrono::steady_clock::time_point started) const;
+                    std::chrono::steady_clock::time_point started, bool caller_waits) const;
   std::string check_inputs(const std::vector<ir::Datum>& inputs) const;
   PoolSet acquire_pools(const std::string& signature, bool* hit) const;
   void release_pools(const std::string& signature, PoolSet pools) const;

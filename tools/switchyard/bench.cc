@@ -114,8 +114,16 @@ void run_worker(const Executable& exe, const std::vector<Datum>& inputs,
       for (int k = 0; until_end || k < runs; ++k) {
         if (phase.stop.cancelled()) break;
         if (until_end && k > 0 && Clock::now() >= end) break;
-        if (static_cast<int>(pending.size()) >= in_flight) collect();
         const Clock::time_point start = Clock::now();  // before the call, which may wait
+        if (in_flight == 1) {                          // what a caller of run() sees
+          RunResult result = exe.run_values(inputs, options);
+          double ms = ms_between(start, Clock::now());
+          std::lock_guard<std::mutex> lock(phase.mutex);
+          phase.times_ms.push_back(ms);
+          phase.peak_bytes = std::max(phase.peak_bytes, result.stats.peak_bytes);
+          continue;
+        }
+        if (static_cast<int>(pending.size()) >= in_flight) collect();
         pending.emplace_back(start, exe.run_values_async(inputs, options));
       }
       while (!pending.empty()) collect();
