@@ -211,6 +211,42 @@ TEST(CpuFusion, NaNStaysNaNThroughFusedActivations) {
   }
 }
 
+TEST(CpuFusion, ReluAndClipRunAsPostOpsOnlyWhereNoNaNCanArise) {
+  // A convolution whose input is finite and bounded runs ReLU / Clip as oneDNN post-ops (which
+  // would turn a NaN into a number); an infinity, a NaN or values large enough to overflow the
+  // sums take the exact path. Each is compared with the unfused graph, NaN for NaN.
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const char* act : {"Relu", "Clip"}) {
+    for (int64_t ksize : {1, 3}) {
+      for (int input = 0; input < 5; ++input) {
+        ConvGraph cg(4, 16, ksize);  // an expanding convolution: its input is the smaller
+        std::vector<ir::Value*> ins = {cg.y};
+        if (std::string(act) == "Clip")
+          ins = {cg.y, scalar(cg.g, "lo", -1.0), scalar(cg.g, "hi", 6.0)};
+        ir::Value* y = cg.g.add_node(act, "act", ins, {"y"})->output(0);
+        cg.g.add_output(y);
+        ir::Tensor x = random_tensor(DType::Float32, {1, 4, 9, 9}, 90 + input);
+        float* xp = x.data<float>();
+        if (input == 1) xp[40] = inf;
+        if (input == 2) xp[41] = -inf;
+        if (input == 3) xp[7] = std::numeric_limits<float>::quiet_NaN();
+        if (input == 4)  // +/- huge values: the sums overflow
+          for (int64_t i = 0; i < x.numel(); ++i) xp[i] = (i % 2 ? 3e38f : -3e38f);
+        Outcome o = run_both(cg.g, {x});
+        ASSERT_EQ(members(o, 0).size(), 2u);
+        expect_close(o);  // compare_tensors matches NaN with NaN only
+        if (input == 4 && std::string(act) == "Relu") {  // it reaches the overflow (Clip hides it)
+          bool overflowed = false;
+          const ir::Tensor& out = o.plain[0].tensor;
+          for (int64_t i = 0; i < out.numel(); ++i)
+            overflowed = overflowed || !std::isfinite(out.data<float>()[i]);
+          EXPECT_TRUE(overflowed) << act << " " << ksize;
+        }
+      }
+    }
+  }
+}
+
 // fuse_norm_activation: an inference BatchNormalization -> Relu runs as one node, in NCHW (a
 // 3-D input, outside any channels-last region) and inside a channels-last region (after a Conv),
 // NaN kept; and where it must not fire: the normalized value read twice, or a graph output.

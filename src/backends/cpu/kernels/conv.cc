@@ -107,6 +107,12 @@ bool winograd_pays(const ConvDims& d) {
 struct ConvPlan {
   ConvDims dims;
   std::shared_ptr<DnnlConvPlan> dnnl;  // nullptr: the direct loop runs
+  // The same convolution with its ReLU or Clip as a oneDNN post-op, which is exact when no output
+  // can be NaN: when every input is finite and at most `input_bound` in magnitude (bounded by the
+  // constant weights' largest row sum of magnitudes and bias), so that no sum can overflow.
+  // nullptr: the activation always runs after the primitive.
+  std::shared_ptr<DnnlConvPlan> dnnl_fused;
+  float input_bound = 0;
 };
 
 // Runs a prepared oneDNN plan on x, w, b (b may be null), writing y. A fused residual z (may be
@@ -210,7 +216,10 @@ class ConvFamilyKernel : public runtime::Kernel {
   explicit ConvFamilyKernel(const runtime::KernelInit& init)
       : group_(read_group(init.node)),
         constant_weights_(input_is_constant(init.node, 1)),
+        num_inputs_(init.node.num_inputs()),
         epilogue_(Epilogue::of(init.node)),
+        constant_bias_(init.node.num_inputs() > 2 && init.node.input(2) != nullptr &&
+                       input_is_constant(init.node, 2)),
         residual_(init.node.num_inputs() > 3 && init.node.input(3) != nullptr),
         nhwc_(init.node.attr_string("_sy_layout", "") == "NHWC") {}
 
@@ -247,6 +256,10 @@ class ConvFamilyKernel : public runtime::Kernel {
                ir::shape_to_string(z->shape()), ir::dtype_name(y.dtype()),
                ir::shape_to_string(y.shape()));
     if (y.numel() == 0) return;
+    if (plan->dnnl_fused && bounded_input(x, plan->input_bound, ctx.num_threads())) {
+      run_dnnl_plan(ctx, *plan->dnnl_fused, x, w, b, z, y);
+      return;
+    }
     if (plan->dnnl) {
       run_dnnl_plan(ctx, *plan->dnnl, x, w, b, z, y);  // the residual runs as a post-op
       epilogue_.finish(ctx.node(), y, ctx.num_threads());
@@ -278,17 +291,56 @@ class ConvFamilyKernel : public runtime::Kernel {
 
   // The attributes of oneDNN plans: a user scratchpad and the fused epilogue as post-ops
   // (the residual as a sum onto the destination, then the activation).
-  dnnl::primitive_attr plan_attr() const {
+  // `nan_dropping`: ReLU and Clip as post-ops too (ConvPlan::dnnl_fused).
+  dnnl::primitive_attr plan_attr(bool nan_dropping = false) const {
     dnnl::primitive_attr attr = user_scratchpad_attr();
     dnnl::post_ops ops;
     if (residual_) ops.append_sum(1.0f);
-    epilogue_.append_to(ops);
+    if (nan_dropping) {
+      epilogue_.append_nan_dropping(ops);
+    } else {
+      epilogue_.append_to(ops);
+    }
     if (ops.len() > 0) attr.set_post_ops(ops);
     return attr;
   }
 
+  // Whether a plan for x gets a dnnl_fused twin: ReLU or Clip after a convolution with constant
+  // weights and bias and no residual, whose input is cheaper to check than the output to
+  // activate: no larger than the output, and small enough to be in cache still from the node
+  // that wrote it (a check from memory costs about what the activation's own pass does).
+  bool wants_fused_twin(const ir::Tensor& x, const ConvDims& d) const {
+    constexpr size_t kCachedInputBytes = size_t{1} << 20;
+    return epilogue_.nan_dropping() && !residual_ && constant_weights_ &&
+           (constant_bias_ || num_inputs_ <= 2) && x.nbytes() <= kCachedInputBytes &&
+           x.numel() <= product(d.out_shape());
+  }
+
+  // The largest input magnitude for which no sum of w's products (plus the bias) can overflow,
+  // with a wide margin for the order oneDNN sums in and Winograd's transforms; 0 when the
+  // weights or bias are not finite.
+  static float overflow_free_bound(const ir::Tensor& w, const ir::Tensor* b) {
+    const int64_t rows = w.dim(0), row = rows > 0 ? w.numel() / rows : 0;
+    const float* wp = w.data<float>();
+    double worst = 0;
+    for (int64_t o = 0; o < rows; ++o) {
+      double sum = 0;
+      for (int64_t i = 0; i < row; ++i) sum += std::fabs(static_cast<double>(wp[o * row + i]));
+      worst = std::max(worst, sum);
+    }
+    if (b)
+      for (int64_t o = 0; o < b->numel(); ++o) {
+        double v = std::fabs(static_cast<double>(b->data<float>()[o]));
+        if (!(v <= 1e30)) return 0;
+      }
+    if (!(worst < 1e30)) return 0;
+    return static_cast<float>(1e32 / (worst + 1.0));
+  }
+
   int64_t group_;
   bool constant_weights_;
+  bool constant_bias_;
+  size_t num_inputs_ = 0;
   Epilogue epilogue_;  // fusion.h: "_sy_activation" (Conv only)
   bool residual_;      // fusion.h: input 3 is a residual added before the activation
   bool nhwc_;          // fusion.h: "_sy_layout" NHWC, X, Z and Y are stored [N, H, W, C]
@@ -355,27 +407,43 @@ class ConvKernel : public ConvFamilyKernel {
       auto any_of = [](const dnnl::memory::desc& md) {
         return dnnl::memory::desc(md.dims(), md.data_type(), dnnl::memory::format_tag::any);
       };
-      auto primitive_desc = [&](dnnl::algorithm alg, bool any_layout) {
+      auto primitive_desc = [&](dnnl::algorithm alg, bool any_layout, bool nan_dropping) {
         dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, alg,
                                              any_layout ? any_of(a.src) : a.src, a.weights_any,
                                              a.bias, any_layout ? any_of(a.dst) : a.dst, a.strides,
                                              a.dilations, a.pad_begin, a.pad_end);
-        return dnnl::convolution_forward::primitive_desc(desc, plan_attr(), dnnl_engine());
+        return dnnl::convolution_forward::primitive_desc(desc, plan_attr(nan_dropping),
+                                                         dnnl_engine());
       };
       std::optional<dnnl::convolution_forward::primitive_desc> pd;
+      dnnl::algorithm alg = dnnl::algorithm::convolution_direct;
+      bool any_layout = blocked;
       if (winograd_pays(d)) {
         // Winograd works on oneDNN's blocked layouts (reorders from and to the graph's layout
         // included, it still wins for these shapes); oneDNN declines it on CPUs without
         // AVX-512 and for some post-ops, and then the direct algorithm runs.
         try {
-          pd = primitive_desc(dnnl::algorithm::convolution_winograd, true);
+          pd = primitive_desc(dnnl::algorithm::convolution_winograd, true, false);
+          alg = dnnl::algorithm::convolution_winograd;
+          any_layout = true;
         } catch (const dnnl::error&) {
         }
       }
-      if (!pd) pd = primitive_desc(dnnl::algorithm::convolution_direct, blocked);
-      plan->dnnl = finish_plan<dnnl::convolution_forward>(
-          *pd, a.src, a.dst, plain_desc(wdims, dnnl::memory::data_type::f32), w, constant_weights_,
-          residual_);
+      if (!pd) pd = primitive_desc(alg, any_layout, false);
+      const dnnl::memory::desc user_w = plain_desc(wdims, dnnl::memory::data_type::f32);
+      plan->dnnl = finish_plan<dnnl::convolution_forward>(*pd, a.src, a.dst, user_w, w,
+                                                          constant_weights_, residual_);
+      if (wants_fused_twin(x, d)) {
+        plan->input_bound = overflow_free_bound(w, b);
+        if (plan->input_bound > 0) {
+          try {
+            plan->dnnl_fused = finish_plan<dnnl::convolution_forward>(
+                primitive_desc(alg, any_layout, true), a.src, a.dst, user_w, w, true, false);
+          } catch (const dnnl::error&) {
+            plan->dnnl_fused = nullptr;  // the activation runs after the primitive
+          }
+        }
+      }
     } catch (const dnnl::error&) {
       plan->dnnl = nullptr;  // oneDNN declines this shape: the direct loop covers it
     }

@@ -1,9 +1,12 @@
 #include "backends/cpu/kernels/epilogue.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <utility>
+#include <vector>
 
 #include "backends/cpu/kernels/common.h"
 #include "backends/cpu/kernels/elementwise_internal.h"
@@ -81,6 +84,59 @@ void Epilogue::append_to(dnnl::post_ops& ops) const {
     default:
       break;
   }
+}
+
+void Epilogue::append_nan_dropping(dnnl::post_ops& ops) const {
+  if (act == Act::Relu) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+  if (act == Act::Clip) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, lo, hi);
+}
+
+namespace {
+
+// Whether p[0, n) are numbers of magnitude <= bound. `x - x` is 0 for a number and NaN for a
+// NaN or an infinity; an unordered compare then fails the chunk.
+bool chunk_bounded(const float* p, int64_t n, float bound) {
+  int64_t i = 0;
+  bool ok = true;
+#if defined(__AVX2__)
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  __m256 top0 = _mm256_setzero_ps(), top1 = _mm256_setzero_ps();
+  __m256 probe0 = _mm256_setzero_ps(), probe1 = _mm256_setzero_ps();
+  for (; i + 16 <= n; i += 16) {
+    const __m256 a = _mm256_loadu_ps(p + i), b = _mm256_loadu_ps(p + i + 8);
+    top0 = _mm256_max_ps(top0, _mm256_andnot_ps(sign, a));
+    top1 = _mm256_max_ps(top1, _mm256_andnot_ps(sign, b));
+    probe0 = _mm256_add_ps(probe0, _mm256_sub_ps(a, a));
+    probe1 = _mm256_add_ps(probe1, _mm256_sub_ps(b, b));
+  }
+  const __m256 top = _mm256_max_ps(top0, top1), probe = _mm256_add_ps(probe0, probe1);
+  // Every lane must be <= bound (false for NaN) and == 0 (false for NaN).
+  const __m256 good = _mm256_and_ps(_mm256_cmp_ps(top, _mm256_set1_ps(bound), _CMP_LE_OQ),
+                                    _mm256_cmp_ps(probe, _mm256_setzero_ps(), _CMP_EQ_OQ));
+  ok = _mm256_movemask_ps(good) == 0xff;
+#endif
+  for (; i < n; ++i) ok = ok && std::fabs(p[i]) <= bound;  // false for NaN
+  return ok;
+}
+
+}  // namespace
+
+bool bounded_input(const ir::Tensor& x, float bound, int threads) {
+  const float* p = x.data<float>();
+  const int64_t n = x.numel();
+  constexpr int64_t kGrain = 1 << 16;
+  const int64_t chunks = (n + kGrain - 1) / kGrain;
+  std::vector<char> ok(static_cast<size_t>(std::max<int64_t>(chunks, 1)), 1);
+  parallel_for(chunks, 1, threads, [&](int64_t lo, int64_t hi) {
+    for (int64_t c = lo; c < hi; ++c) {
+      const float* q = p + c * kGrain;
+      const int64_t m = std::min(kGrain, n - c * kGrain);
+      ok[static_cast<size_t>(c)] = chunk_bounded(q, m, bound);
+    }
+  });
+  for (char v : ok)
+    if (!v) return false;
+  return true;
 }
 
 bool Epilogue::as_post_op() const {
