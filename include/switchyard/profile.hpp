@@ -16,6 +16,11 @@ struct RunStats {
   std::string shape_signature;   ///< the inputs' dtypes and shapes, as the cache keys them
   int copies = 0;                ///< values copied between devices in this run
   size_t copied_bytes = 0;
+  /// Times the host waited for a GPU during the run: waits for the run's streams (before a copy
+  /// leaves the device, at the run's end), each read of device data on the host (a host-driven
+  /// loop's condition, a shape value a kernel had to read back) and profiling's event waits. A
+  /// Loop whose condition the device computes adds none per iteration (docs/cuda.md).
+  int64_t host_syncs = 0;
 };
 
 /// One timed step of a profiled run: a node, a copy between devices, or the whole run.
@@ -29,7 +34,8 @@ struct ProfileEvent {
   std::vector<std::string> input_shapes;  ///< "1x3x224x224", "scalar", "seq[3]", "none"
   std::vector<std::string> output_shapes;
   /// Which of the device's workers ran it (0: the first): a device that runs several partitions
-  /// at once (the cpu, a GPU, for runs in flight together) has a worker for each.
+  /// at once (the cpu, a GPU, for runs in flight together) has a worker for each. A GPU's node
+  /// events give the CUDA stream their kernels ran on instead (each run in flight has its own).
   int worker = 0;
 };
 

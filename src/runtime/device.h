@@ -66,6 +66,24 @@ class Stream {
   virtual void wait(const Event& event) = 0;
 };
 
+/// One run's stream of work on a device (Device::open_run_stream): the run's partitions there
+/// queue their work on it one after another and return without waiting for it, so a partition
+/// that reads another's results on the same device simply follows it in the stream, and the host
+/// does not wait between them. The runtime runs one of a run's partitions, or one copy into or
+/// out of the device, at a time, and synchronizes the stream before a copy (a value leaving the
+/// device may still be being written; a block a copy takes from the run's pool may still be read
+/// by queued work) and at the run's end.
+class RunStream {
+ public:
+  /// Waits for the work queued (its errors dropped) and lets go of what it held.
+  virtual ~RunStream() = default;
+  /// Blocks until the work queued so far is done, then throws the first error that work found
+  /// (a kernel's fault, naming its node), in the order the partitions queued it. Either way
+  /// the stream is clear for more work afterwards. Returns whether there was work to wait for
+  /// (a host wait, RunStats::host_syncs).
+  virtual bool synchronize() = 0;
+};
+
 /// The arithmetic precision one node of the user's graph runs at in a compiled partition.
 struct NodePrecision {
   std::string node;       ///< the node's name in the user's graph
@@ -88,7 +106,10 @@ class CompiledPartition {
   /// device's one precision, not reported).
   virtual std::vector<NodePrecision> precisions() const { return {}; }
   /// Runs with inputs in Partition::inputs order (already in this device's memory); returns
-  /// outputs in Partition::outputs order, in this device's memory.
+  /// outputs in Partition::outputs order, in this device's memory. With `state.run_stream` set
+  /// (this device's RunStream for the run) it may return with its work still queued there: its
+  /// outputs are then ready for work queued on that stream after it, and for anything else once
+  /// the stream's synchronize() has returned; a fault that work finds surfaces there.
   virtual std::vector<ir::Datum> run(std::vector<ir::Datum> inputs, RunState& state) const = 0;
 };
 
@@ -125,6 +146,9 @@ class Device {
   /// Simulated timing: the µs a copy of `bytes` to or from this device is modelled to take (the
   /// thread that made the copy is held until then); 0 for devices that take the time they take.
   virtual double simulated_copy_us(size_t /*bytes*/) const { return 0; }
+  /// A stream for one run's partitions on this device (RunStream), or nullptr (the default):
+  /// partitions here finish their work before they return.
+  virtual std::unique_ptr<RunStream> open_run_stream() const { return nullptr; }
   /// The tag of this device's memory on pool blocks and caller buffers (memory_space_of).
   virtual int memory_space() const = 0;
   /// Whether a tensor's storage lives in this device's memory.

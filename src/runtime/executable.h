@@ -2,9 +2,12 @@
 // dims allow — compiled partitions on their devices, with the copies between them. Each device
 // runs its partitions from its own queue (DeviceQueue); a partition starts once the partitions
 // it reads from are done, so devices work at the same time, within a run and across the runs in
-// flight (run_async). Immutable once built but for its variables' state (a snapshot pointer
-// swapped under a lock); runs are thread-safe and reentrant (per-run scratch comes from pools,
-// never from members). The runtime knows nothing of how the plan was made (passes, placement).
+// flight (run_async). On a device that gives each run a stream (a GPU: Device::open_run_stream)
+// "done" means queued there: the host waits for that stream only where a copy enters or leaves
+// the device, and at the run's end (run_job.cc). Immutable once built but for its variables' state
+// (a snapshot pointer swapped under a lock); runs are thread-safe and reentrant (per-run scratch
+// comes from pools, never from members). The runtime knows nothing of how the plan was made
+// (passes, placement).
 #pragma once
 
 #include <atomic>

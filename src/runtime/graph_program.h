@@ -15,6 +15,7 @@
 namespace switchyard::runtime {
 
 class Profiler;
+class RunStream;
 class Stream;
 
 /// A queue of the caller's that the run's work on one kind of device must come after
@@ -51,6 +52,9 @@ struct RunState {
   /// The stream the running partition's kernels enqueue on (runtime/device.h; the CUDA
   /// backend's stream and library handles); nullptr on the cpu and sim devices.
   Stream* stream = nullptr;
+  /// The run's stream on the running partition's device (runtime/device.h; set by the runtime
+  /// where the device gives one): the partition may leave its work queued there.
+  RunStream* run_stream = nullptr;
   /// The caller's queue the run's device work follows (none when handle is null).
   CallerQueue caller_queue;
   /// When the run must stop (RunOptions): its deadline (time_point::max() = none), the
@@ -58,6 +62,13 @@ struct RunState {
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   int64_t deadline_ms = 0;
   const std::atomic<bool>* cancel_flag = nullptr;
+  /// Where the run counts the times the host waited for a device (RunStats::host_syncs);
+  /// copies of the state share it. nullptr: not counted.
+  std::atomic<int64_t>* host_syncs = nullptr;
+  /// Counts `n` host waits for a device (a stream synchronisation, a read of device data).
+  void count_host_sync(int64_t n = 1) const {
+    if (host_syncs) host_syncs->fetch_add(n, std::memory_order_relaxed);
+  }
   /// Throws Cancelled naming `where` when the run was cancelled or its deadline passed. The
   /// executor calls it before every node and control-flow kernels before every iteration, so
   /// a run stops within one kernel's time.

@@ -66,6 +66,7 @@ std::unique_ptr<ir::Graph> build_graph(const Case& c) {
                       ? g->add_constant(name, t)
                       : g->add_input(name, ir::Type::tensor(t.dtype(), ir::make_shape(t.shape()))));
   }
+  if (c.prelude) ins = c.prelude(*g, ins);
   std::vector<std::string> outs;
   for (int i = 0; i < c.num_outputs; ++i) outs.push_back("out" + std::to_string(i));
   ir::Node* n = g->add_node(c.op, "node", ins, outs, c.domain);

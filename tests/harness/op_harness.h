@@ -29,6 +29,13 @@ using Inputs = std::vector<std::optional<ir::Tensor>>;
 /// exactly), never by a backend: one tensor per output, of the output's dtype and shape.
 using Reference = std::function<std::vector<ir::Tensor>(const Inputs&)>;
 
+/// Nodes in front of a case's node, for patterns the backends fuse (Add -> LayerNormalization,
+/// Transpose -> MatMul): adds them to the graph, reading the graph's values of the case's inputs
+/// (`inputs`, nullptr where omitted), and returns the values the case's node reads. They are
+/// not pinned; the device under test is the only one, so they run there (or the compile fails).
+using Prelude =
+    std::function<std::vector<ir::Value*>(ir::Graph&, const std::vector<ir::Value*>& inputs)>;
+
 /// One node run on seeded data.
 struct Case {
   /// Unique within the family; the skip lists name it as "<family>/<name>".
@@ -45,6 +52,8 @@ struct Case {
   Reference reference = {};
   /// For float outputs; integer and bool outputs must match exactly.
   Tolerance tolerance = {};
+  /// Empty: the node reads the case's inputs directly.
+  Prelude prelude = {};
 };
 
 /// A skip-list entry: the case it names ("<family>/<case name>"; a trailing '*' matches any

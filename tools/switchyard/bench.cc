@@ -93,7 +93,23 @@ void run_worker(const Executable& exe, const std::vector<Datum>& inputs,
     } else {
       phase.first_done.wait();
     }
-    for (int i = 0; i < warmup && !phase.stop.cancelled(); ++i) exe.run_values(inputs, options);
+    // The warm-up keeps as many runs in flight as the timed runs will: what a partition prepares
+    // per concurrent run (a CUDA graph instance each) is made before the clock starts.
+    {
+      std::deque<std::future<RunResult>> warming;
+      for (int i = 0; i < warmup && !phase.stop.cancelled(); ++i) {
+        if (in_flight == 1) {
+          exe.run_values(inputs, options);
+          continue;
+        }
+        if (static_cast<int>(warming.size()) >= in_flight) {
+          warming.front().get();
+          warming.pop_front();
+        }
+        warming.push_back(exe.run_values_async(inputs, options));
+      }
+      for (auto& f : warming) f.get();
+    }
     arrived = true;
     phase.warmed->arrive_and_wait();
     phase.go.wait();

@@ -2,7 +2,9 @@
 
 #include <cstring>
 
+#include "backends/cuda/control_flow.h"
 #include "backends/cuda/cuda_kernels.h"
+#include "backends/cuda/step_program.h"
 #include "ir/check.h"
 
 namespace switchyard::cuda {
@@ -54,9 +56,8 @@ CudaBackend::CudaBackend(int index) : index_(index) {
 }
 
 runtime::Support CudaBackend::supports(const ir::Node& node) const {
-  if (!node.subgraphs().empty())
-    return runtime::Support::no(
-        fmt::format("{} has a graph body; control flow runs on the cpu", node.op_type()));
+  // If, Loop and Scan run in the partition with their bodies (control_flow.h).
+  if (!node.subgraphs().empty()) return control_flow_support(node);
   runtime::Support s = cuda_kernels().supports(node);
   if (!s.ok) return runtime::Support::no(fmt::format("no CUDA kernel: {}", s.reason));
   return s;
@@ -128,8 +129,12 @@ void CudaBackend::copy_into(const ir::Tensor& src, const ir::Tensor& dst) const 
       cudaMemcpy(const_cast<void*>(dst.raw()), src.raw(), src.nbytes(), cudaMemcpyDefault));
 }
 
+std::unique_ptr<runtime::RunStream> CudaBackend::open_run_stream() const {
+  return std::make_unique<CudaRunStream>(index_);
+}
+
 std::vector<int> CudaBackend::host_inputs(const ir::Node& node) const {
-  return cuda_kernels().host_inputs(node);
+  return step_host_inputs(node);
 }
 
 namespace {

@@ -36,6 +36,8 @@ class CudaBackend : public backends::Backend {
   /// Shape computations kept in a partition run there on the host (cuda_partition.cc).
   bool runs_shape_steps_inline() const override { return true; }
   void copy_into(const ir::Tensor& src, const ir::Tensor& dst) const override;
+  /// A CudaRunStream (device.h): the run's partitions here queue their work on one stream.
+  std::unique_ptr<runtime::RunStream> open_run_stream() const override;
   int memory_space() const override { return memory_space_of_device(index_); }
 
   int index() const { return index_; }

@@ -62,6 +62,7 @@ ir::Tensor host_copy(const runtime::KernelContext& ctx, size_t i) {
     SY_CUDA_CHECK(
         cudaMemcpyAsync(out.raw(), t.raw(), t.nbytes(), cudaMemcpyDeviceToHost, rc.stream));
     SY_CUDA_CHECK(cudaStreamSynchronize(rc.stream));
+    ctx.state().count_host_sync();
   }
   return out;
 }
@@ -87,7 +88,8 @@ std::shared_ptr<void> upload(runtime::KernelContext& ctx, const void* data, size
   // captured graph re-reads it at every replay, so the capture keeps both).
   void* pinned = nullptr;
   SY_CUDA_CHECK(cudaMallocHost(&pinned, std::max<size_t>(bytes, 1)));
-  std::shared_ptr<void> host(pinned, [](void* p) { cudaFreeHost(p); });
+  std::shared_ptr<void> host(pinned,
+                             [](void* p) { release_outside_captures([p] { cudaFreeHost(p); }); });
   std::memcpy(pinned, data, bytes);
   SY_CUDA_CHECK(cudaMemcpyAsync(block.get(), pinned, bytes, cudaMemcpyHostToDevice, rc.stream));
   if (rc.keepalive) rc.keepalive->push_back(host);

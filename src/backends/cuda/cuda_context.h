@@ -47,6 +47,7 @@ struct CudaStream : runtime::Stream {
 /// One stream with its own library handles and workspace (a slot of the backend's pool).
 struct CudaRunContext : CudaStream {
   int device = 0;
+  int stream_index = 0;  ///< which of the device's streams (StreamSlot::index): the trace's track
   cublasLtHandle_t cublaslt = nullptr;
   cudnnHandle_t cudnn = nullptr;  ///< already bound to `stream`
   void* workspace = nullptr;      ///< scratch for cuBLASLt / cuDNN, `workspace_bytes` long

@@ -6,6 +6,7 @@ const runtime::KernelRegistry& cuda_kernels() {
   static const runtime::KernelRegistry registry = [] {
     runtime::KernelRegistry r("cuda");
     register_matmul_kernels(r);
+    register_attention_kernels(r);
     register_conv_kernels(r);
     register_elementwise_kernels(r);
     register_reduce_kernels(r);

@@ -9,6 +9,7 @@ namespace switchyard::cuda {
 const runtime::KernelRegistry& cuda_kernels();
 
 void register_matmul_kernels(runtime::KernelRegistry& r);          // kernels/matmul.cc
+void register_attention_kernels(runtime::KernelRegistry& r);       // kernels/attention.cc
 void register_conv_kernels(runtime::KernelRegistry& r);            // kernels/conv.cc
 void register_elementwise_kernels(runtime::KernelRegistry& r);     // kernels/elementwise.cc
 void register_reduce_kernels(runtime::KernelRegistry& r);          // kernels/reduce.cc

@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstring>
 #include <map>
 
@@ -41,7 +42,106 @@ std::string format_uuid(const cudaUUID_t& u) {
   }
   return s;
 }
+
+// Stream captures in progress in the process, and the releases waiting for the last one to end.
+struct CaptureGate {
+  std::mutex mutex;
+  std::condition_variable idle;  // notified when `captures` drops to 0
+  int captures = 0;
+  std::vector<std::function<void()>> deferred;
+};
+
+CaptureGate& capture_gate() {
+  static CaptureGate* gate = new CaptureGate;  // never destroyed: releases may come at exit
+  return *gate;
+}
+
+thread_local int t_captures = 0;  // CaptureScopes the calling thread holds
+
+// Runs `f` while no capture is in progress in the process and none begins (waiting for those in
+// progress, unless the calling thread holds one itself: it would wait for itself).
+template <typename F>
+void outside_captures(F&& f) {
+  CaptureGate& gate = capture_gate();
+  std::unique_lock<std::mutex> lock(gate.mutex);
+  if (t_captures == 0) gate.idle.wait(lock, [&] { return gate.captures == 0; });
+  f();
+}
 }  // namespace
+
+void release_outside_captures(std::function<void()> release) {
+  CaptureGate& gate = capture_gate();
+  std::unique_lock<std::mutex> lock(gate.mutex);
+  if (gate.captures > 0) {
+    gate.deferred.push_back(std::move(release));
+    return;
+  }
+  release();  // under the lock: no capture begins while it synchronises
+}
+
+CaptureScope::CaptureScope() {
+  CaptureGate& gate = capture_gate();
+  std::lock_guard<std::mutex> lock(gate.mutex);
+  ++gate.captures;
+  ++t_captures;
+}
+
+CaptureScope::~CaptureScope() {
+  CaptureGate& gate = capture_gate();
+  std::vector<std::function<void()>> due;
+  {
+    std::lock_guard<std::mutex> lock(gate.mutex);
+    --t_captures;
+    if (--gate.captures == 0) {
+      due.swap(gate.deferred);
+      gate.idle.notify_all();
+    }
+  }
+  for (std::function<void()>& release : due) release_outside_captures(std::move(release));
+}
+
+CudaRunStream::CudaRunStream(int device)
+    : device_(device), lease_(device_state(device).lease_stream()) {}
+
+CudaRunStream::~CudaRunStream() {
+  // Best effort (a run that failed, or the process ending): what is held may still be read by
+  // queued work, so that work ends first.
+  if (queued_ && !device_lost(device_)) {
+    cudaSetDevice(device_);
+    cudaStreamSynchronize(lease_->stream);
+    cudaGetLastError();
+  }
+  held_.clear();
+}
+
+void CudaRunStream::defer_fault_check(const int32_t* device_word,
+                                      std::function<void(int32_t)> raise) {
+  if (checks_.size() == kErrorWordsPerStream) synchronize();
+  const size_t word = checks_.size();
+  queued_ = true;
+  SY_CUDA_CHECK(cudaMemcpyAsync(&lease_->error_host[word], device_word, sizeof(int32_t),
+                                cudaMemcpyDeviceToHost, lease_->stream));
+  checks_.push_back({word, std::move(raise)});
+}
+
+void CudaRunStream::hold(std::shared_ptr<void> resource) {
+  queued_ = true;
+  held_.push_back(std::move(resource));
+}
+
+bool CudaRunStream::synchronize() {
+  if (!queued_) return false;
+  use_device(device_);
+  const cudaError_t done = cudaStreamSynchronize(lease_->stream);
+  queued_ = false;
+  std::vector<FaultCheck> checks;
+  checks.swap(checks_);
+  held_.clear();
+  SY_CUDA_CHECK(done);
+  for (const FaultCheck& check : checks)
+    if (const int32_t word = lease_->error_host[check.word]; word != 0) check.raise(word);
+  return true;
+}
 
 void use_device(int device) {
   check_device_alive(device);
@@ -94,14 +194,22 @@ StreamLease DeviceState::lease_stream() {
   use_device(index_);
   auto slot = std::make_unique<StreamSlot>();
   slot->device = index_;
-  SY_CUDA_CHECK(cudaStreamCreateWithFlags(&slot->stream, cudaStreamNonBlocking));
-  SY_CUDA_CHECK(cudnnCreate(&slot->cudnn));
-  SY_CUDA_CHECK(cudnnSetStream(slot->cudnn, slot->stream));
-  SY_CUDA_CHECK(cublasLtCreate(&slot->cublaslt));
-  SY_CUDA_CHECK(cudaMalloc(&slot->workspace, kWorkspaceBytes));
-  slot->workspace_bytes = kWorkspaceBytes;
-  SY_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&slot->error_word), sizeof(int32_t)));
-  SY_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&slot->error_host), sizeof(int32_t)));
+  // Creating the library handles may synchronise: not while another thread captures a graph.
+  outside_captures([&] {
+    SY_CUDA_CHECK(cudaStreamCreateWithFlags(&slot->stream, cudaStreamNonBlocking));
+    SY_CUDA_CHECK(cudnnCreate(&slot->cudnn));
+    SY_CUDA_CHECK(cudnnSetStream(slot->cudnn, slot->stream));
+    SY_CUDA_CHECK(cublasLtCreate(&slot->cublaslt));
+    SY_CUDA_CHECK(cudaMalloc(&slot->workspace, kWorkspaceBytes));
+    slot->workspace_bytes = kWorkspaceBytes;
+    SY_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&slot->error_word), sizeof(int32_t)));
+    SY_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&slot->error_host),
+                                 sizeof(int32_t) * kErrorWordsPerStream));
+  });
+  {
+    std::lock_guard<std::mutex> lock(streams_mutex_);
+    slot->index = streams_made_++;
+  }
   return StreamLease(*this, std::move(slot));
 }
 
@@ -220,8 +328,15 @@ void* DeviceAllocator::allocate(size_t bytes) {
 
 void DeviceAllocator::release(void* p, size_t) {
   if (device_lost(device_)) return;  // the context is gone; nothing to give back
-  cudaSetDevice(device_);
-  cudaFree(p);
+  release_outside_captures([device = device_, p] {
+    if (device_lost(device)) return;
+    // Maybe on another thread (one ending a capture): its current device is left as it was.
+    int current = device;
+    cudaGetDevice(&current);
+    cudaSetDevice(device);
+    cudaFree(p);
+    cudaSetDevice(current);
+  });
 }
 
 void DeviceAllocator::fill(void* p, int byte, size_t bytes) {

@@ -1,11 +1,14 @@
 // Per-GPU process state: properties, a pool of streams (each with its own cuDNN and cuBLASLt
-// handles and workspace), a caching device allocator with an optional byte limit, and pinned
-// staging buffers for host<->device copies.
+// handles and workspace), each run's stream on the device (CudaRunStream), a caching device
+// allocator with an optional byte limit, and pinned staging buffers for host<->device copies.
+// Also the one rule for CUDA calls that synchronise implicitly while a stream capture may be in
+// progress on another thread (release_outside_captures).
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -30,16 +33,22 @@ inline int device_of_memory_space(int space) {
 /// fast with DeviceLost when the device had a sticky fault.
 void use_device(int device);
 
+/// Error words one stream reads back between two waits (CudaRunStream: one per partition run).
+constexpr size_t kErrorWordsPerStream = 64;
+
 /// A stream with its own library handles and workspace.
 struct StreamSlot {
   int device = 0;
+  int index = 0;  ///< the device's streams in order of creation (the trace's track of its work)
   cudaStream_t stream = nullptr;
   cudnnHandle_t cudnn = nullptr;
   cublasLtHandle_t cublaslt = nullptr;
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
   int32_t* error_word = nullptr;  ///< device: CudaRunContext::device_error of eager runs
-  int32_t* error_host = nullptr;  ///< pinned: where the error word is read back
+  /// Pinned: kErrorWordsPerStream words where error words are read back (the first for eager
+  /// runs on a stream of their own).
+  int32_t* error_host = nullptr;
   ~StreamSlot();
 };
 
@@ -59,6 +68,56 @@ class StreamLease {
  private:
   DeviceState& device_;
   std::unique_ptr<StreamSlot> slot_;
+};
+
+/// One run's stream on cuda:N (runtime::RunStream, CudaBackend::open_run_stream): a leased slot
+/// on which the run's partitions on the device queue their work in turn (the runtime runs one at
+/// a time). None of them waits for the device: each leaves the read-back of its error word queued
+/// (defer_fault_check) and what its queued work still uses held here (hold); synchronize() waits
+/// once for all of it, lets go of what was held and throws the first fault.
+class CudaRunStream : public runtime::RunStream {
+ public:
+  explicit CudaRunStream(int device);
+  ~CudaRunStream() override;
+  int device() const { return device_; }
+  StreamSlot& slot() const { return *lease_; }
+  /// Queues the read-back of `device_word`, the error word of the work a partition just queued,
+  /// and keeps `raise`, which throws the fault a nonzero word stands for (naming the node). When
+  /// every read-back word is taken it first waits for the work before (and may throw its fault).
+  void defer_fault_check(const int32_t* device_word, std::function<void(int32_t)> raise);
+  /// Keeps `resource` (a pinned buffer a queued copy reads, a graph a queued replay uses) until
+  /// the work queued so far is done.
+  void hold(std::shared_ptr<void> resource);
+  /// Waits for the queued work and throws the first fault its error words hold, in the order the
+  /// partitions queued them; false (without a wait) when nothing was queued since the last one.
+  bool synchronize() override;
+
+ private:
+  struct FaultCheck {
+    size_t word = 0;  // index into the slot's error_host
+    std::function<void(int32_t)> raise;
+  };
+  int device_;
+  StreamLease lease_;
+  bool queued_ = false;  // work was queued since the last synchronize()
+  std::vector<FaultCheck> checks_;
+  std::vector<std::shared_ptr<void>> held_;
+};
+
+/// Runs `release` (a cudaFree, cudaFreeHost, cudaGraphExecDestroy: calls that may synchronise
+/// implicitly, which a stream capture in progress on another thread may not survive) now, or,
+/// while a capture is in progress anywhere in the process (CaptureScope), when the last one ends.
+void release_outside_captures(std::function<void()> release);
+
+/// Held by a thread from its cudaStreamBeginCapture to its cudaStreamEndCapture: meanwhile
+/// release_outside_captures defers its calls, and new stream slots (whose library handles'
+/// creation may synchronise) wait.
+class CaptureScope {
+ public:
+  CaptureScope();
+  ~CaptureScope();
+  CaptureScope(const CaptureScope&) = delete;
+  CaptureScope& operator=(const CaptureScope&) = delete;
 };
 
 class DeviceState {
@@ -94,6 +153,7 @@ class DeviceState {
   int sm_clock_khz_ = 0;
   std::mutex streams_mutex_;
   std::vector<std::unique_ptr<StreamSlot>> idle_streams_;
+  int streams_made_ = 0;  // under streams_mutex_
   // Staging: two pinned buffers and a copy stream, used under staging_mutex_.
   std::mutex staging_mutex_;
   cudaStream_t copy_stream_ = nullptr;

@@ -25,6 +25,8 @@ ir::Value* add_cast(ir::Graph& g, ir::Value* from, ir::DType to, const std::stri
   ir::Node* c = g.add_node("Cast", g.unique_value_name(hint + "_cast"), {from},
                            {g.unique_value_name(hint + "_" + std::string(ir::dtype_name(to)))});
   c->set_attribute(ir::Attribute::make_int("to", static_cast<int64_t>(to)));
+  if (to == ir::DType::Float16 || to == ir::DType::BFloat16)
+    c->set_attribute(ir::Attribute::make_int(kSaturatingCastAttr, 1));
   ir::Type t = from->type();
   t.dtype = to;
   c->output(0)->set_type(t);

@@ -5,9 +5,10 @@
 // alpha: attention's scores / sqrt(d) costs no pass of its own), the bias its input 2, the
 // activation its "_sy_activation" attribute (matmul.cc runs all three). The bias is a 1-D float
 // constant (or graph input) of length N, B's static last dim, with the MatMul's dtype, in either
-// Add operand order. Gelu is fused only in its exact (erf) form. A node is absorbed only when the
-// value it reads from the chain has that one use and is not a graph output; the chain's last value
-// is replaced by the MatMul/Gemm output everywhere (graph outputs included).
+// Add operand order. Gelu is fused in its exact (erf) form, and in its tanh form ("GeluTanh")
+// where the backend's kernel asks for it (cuBLASLt's GELU epilogue is that form). A node is
+// absorbed only when the value it reads from the chain has that one use and is not a graph output;
+// the chain's last value is replaced by the MatMul/Gemm output everywhere (graph outputs included).
 //
 // The fused MatMul has three inputs, more than its ONNX schema allows: the graph still passes
 // ir::verify (structure only: the bias is visible before the node, since constants and graph
@@ -83,24 +84,27 @@ std::optional<double> scale_factor(const ir::Node& node, const ir::Value* from) 
   return div ? 1.0 / v : v;
 }
 
-// "Relu" or "Gelu" when `node` is an activation the matmul kernels apply exactly, else "".
-std::string activation_name(const ir::Node& node) {
+// "Relu", "Gelu" or (with tanh_gelu) "GeluTanh" when `node` is an activation the matmul kernels
+// apply exactly, else "".
+std::string activation_name(const ir::Node& node, bool tanh_gelu) {
   if (node.num_inputs() != 1 || node.num_outputs() != 1) return "";
   if (is_op(node, ops::OpKind::Relu)) return "Relu";
-  if (is_op(node, ops::OpKind::Gelu) && node.attr_string("approximate", "none") == "none")
-    return "Gelu";
+  if (!is_op(node, ops::OpKind::Gelu)) return "";
+  const std::string approximate = node.attr_string("approximate", "none");
+  if (approximate == "none") return "Gelu";
+  if (approximate == "tanh" && tanh_gelu) return "GeluTanh";
   return "";
 }
 
 // The activation reading `v` (its one use), or nullptr.
-ir::Node* activation_after(const ir::Graph& graph, const ir::Value* v) {
+ir::Node* activation_after(const ir::Graph& graph, const ir::Value* v, bool tanh_gelu) {
   ir::Node* next = sole_consumer(graph, v);
-  return next && !activation_name(*next).empty() ? next : nullptr;
+  return next && !activation_name(*next, tanh_gelu).empty() ? next : nullptr;
 }
 
 }  // namespace
 
-std::vector<runtime::FusionGroup> fuse_matmul_epilogues(ir::Graph& graph) {
+std::vector<runtime::FusionGroup> fuse_matmul_epilogues(ir::Graph& graph, bool tanh_gelu) {
   std::vector<runtime::FusionGroup> groups;
   std::vector<ir::Node*> absorbed;
   std::vector<ir::Node*> nodes;
@@ -131,7 +135,7 @@ std::vector<runtime::FusionGroup> fuse_matmul_epilogues(ir::Graph& graph) {
         tail = add->output(0);
       }
     }
-    ir::Node* act = activation_after(graph, tail);
+    ir::Node* act = activation_after(graph, tail, tanh_gelu);
     if (act) tail = act->output(0);
     if (!scale && !add && !act) continue;
     runtime::FusionGroup group{{node->name()}};
@@ -143,7 +147,8 @@ std::vector<runtime::FusionGroup> fuse_matmul_epilogues(ir::Graph& graph) {
       node->set_attribute(ir::Attribute::make_float(kAlphaAttr, static_cast<float>(*alpha)));
     if (add) node->add_input(bias);
     if (act)
-      node->set_attribute(ir::Attribute::make_string(kActivationAttr, activation_name(*act)));
+      node->set_attribute(
+          ir::Attribute::make_string(kActivationAttr, activation_name(*act, tanh_gelu)));
     graph.replace_all_uses(tail, out);
     // Detach the absorbed nodes first, so that erasing them leaves no orphaned values.
     for (ir::Node* gone : {scale, add, act}) {

@@ -1,9 +1,11 @@
-// fold_transposes_into_matmul (fusion.h): a Transpose whose one reader is a float32 MatMul
-// operand of the same rank as the other operand (attention's head split of Q and V, and
+// fold_transposes_into_matmul (fusion.h): a Transpose whose one reader is a MatMul operand of a
+// dtype the backend's kernel reads permuted (the cpu: float32), of the same rank as the other
+// operand (attention's head split of Q and V, and
 // [B, S, H, D] -> [B, H, D, S] for K) is folded into that MatMul as "_sy_perm_a" /
 // "_sy_perm_b": the kernel reads the operand through the permuted strides instead of a copy.
 // Only permutations that leave the operand's innermost axis among the product's two matrix
 // dims fold (one of them then has unit stride, which oneDNN's GEMM kernels need).
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -20,14 +22,14 @@ using pattern::sole_reader;
 // The Transpose producing `v` when it can fold into `matmul`: its permutation (explicit, or
 // the reversal ONNX defaults to), else empty.
 std::vector<int64_t> foldable_perm(const ir::Graph& g, const ir::Value* v, const ir::Node* matmul,
-                                   int64_t rank) {
+                                   int64_t rank, ir::DType dtype) {
   const ir::Node* t = v ? v->producer() : nullptr;
   if (!t || t->owner() != &g || !is_onnx_op(*t, "Transpose") || t->num_outputs() != 1 ||
       !t->input(0) || sole_reader(g, v) != matmul)
     return {};
   // The Transpose's output type (its input's may have lost its rank to a computed Reshape).
   const ir::Type& out = v->type();
-  if (out.dtype != ir::DType::Float32 || out.rank() != rank || rank < 3) return {};
+  if (out.dtype != dtype || out.rank() != rank || rank < 3) return {};
   std::vector<int64_t> perm;
   if (t->has_attribute("perm")) {
     perm = t->attr_ints("perm");
@@ -48,7 +50,8 @@ std::vector<int64_t> foldable_perm(const ir::Graph& g, const ir::Value* v, const
 
 }  // namespace
 
-std::vector<runtime::FusionGroup> fold_transposes_into_matmul(ir::Graph& graph) {
+std::vector<runtime::FusionGroup> fold_transposes_into_matmul(
+    ir::Graph& graph, const std::vector<ir::DType>& dtypes) {
   std::vector<runtime::FusionGroup> groups;
   std::vector<ir::Node*> matmuls;
   for (const auto& n : graph.nodes())
@@ -59,15 +62,15 @@ std::vector<runtime::FusionGroup> fold_transposes_into_matmul(ir::Graph& graph) 
   for (ir::Node* mm : matmuls) {
     const ir::Type& ta = mm->input(0)->type();
     const ir::Type& tb = mm->input(1)->type();
-    if (ta.dtype != ir::DType::Float32 || tb.dtype != ir::DType::Float32 || !ta.has_rank() ||
-        ta.rank() != tb.rank())
+    if (std::find(dtypes.begin(), dtypes.end(), ta.dtype) == dtypes.end() || tb.dtype != ta.dtype ||
+        !ta.has_rank() || ta.rank() != tb.rank())
       continue;
     // Copied: folding input 0 removes the Transpose that owns its type.
     const int64_t rank = ta.rank();
     runtime::FusionGroup group{{mm->name()}};
     for (size_t i = 0; i < 2; ++i) {
       ir::Value* v = mm->input(i);
-      std::vector<int64_t> perm = foldable_perm(graph, v, mm, rank);
+      std::vector<int64_t> perm = foldable_perm(graph, v, mm, rank, ta.dtype);
       if (perm.empty()) continue;
       ir::Node* transpose = v->producer();
       group.members.push_back(transpose->name());

@@ -115,5 +115,63 @@ TEST(CudaMatMulFusion, ScalesThatAreNotAOneElementFactorStay) {
   }
 }
 
+// The tanh GELU joins the epilogue only where the backend asks (the cuda kernel's cuBLASLt
+// GELU_BIAS), as "GeluTanh"; by default (the cpu) it stays a node of its own.
+TEST(CudaMatMulFusion, TanhGeluFusesOnlyWhenAsked) {
+  for (bool tanh_gelu : {false, true}) {
+    ir::Graph g("mlp");
+    ir::Value* x = g.add_input("x", f32({2, 5, 4}));
+    ir::Value* w = g.add_constant("w", random_tensor(ir::DType::Float32, {4, 6}, 7));
+    ir::Value* b = g.add_constant("b", random_tensor(ir::DType::Float32, {6}, 8));
+    ir::Value* p = g.add_node("MatMul", "mm", {x, w}, {"p"})->output(0);
+    ir::Value* a = g.add_node("Add", "bias", {b, p}, {"a"})->output(0);
+    ir::Node* gelu = g.add_node("Gelu", "gelu", {a}, {"y"});
+    gelu->set_attribute(ir::Attribute::make_string("approximate", "tanh"));
+    g.add_output(gelu->output(0));
+    ops::infer_types(g);
+    std::vector<runtime::FusionGroup> groups = fuse_matmul_epilogues(g, tanh_gelu);
+    ir::verify(g);
+    ASSERT_EQ(groups.size(), 1u);
+    const ir::Node* mm = g.find_node("mm");
+    ASSERT_NE(mm, nullptr);
+    if (tanh_gelu) {
+      EXPECT_EQ(groups[0].members, (std::vector<std::string>{"mm", "bias", "gelu"}));
+      EXPECT_EQ(mm->attr_string("_sy_activation"), "GeluTanh");
+      EXPECT_EQ(count_nodes(g), 1u);
+    } else {
+      EXPECT_EQ(groups[0].members, (std::vector<std::string>{"mm", "bias"}));
+      EXPECT_FALSE(mm->has_attribute("_sy_activation"));
+      EXPECT_NE(g.find_node("gelu"), nullptr);
+    }
+  }
+}
+
+// Transposes fold into MatMul operands of the dtypes the backend names: float32 by default (the
+// cpu), float16 where asked (the cuda kernel's list); never when the operands' dtypes differ.
+TEST(CudaMatMulFusion, TransposesFoldForTheBackendsDtypes) {
+  for (ir::DType dtype : {ir::DType::Float32, ir::DType::Float16}) {
+    for (bool cuda_rules : {false, true}) {
+      ir::Graph g("attn");
+      ir::Shape qs = {ir::Dim(2), ir::Dim(5), ir::Dim(3), ir::Dim(8)};
+      ir::Shape ks = {ir::Dim(2), ir::Dim(3), ir::Dim(8), ir::Dim(7)};
+      ir::Value* q = g.add_input("q", ir::Type::tensor(dtype, qs));
+      ir::Value* k = g.add_input("k", ir::Type::tensor(dtype, ks));
+      ir::Node* t = g.add_node("Transpose", "tq", {q}, {"qt"});
+      t->set_attribute(ir::Attribute::make_ints("perm", {0, 2, 1, 3}));
+      g.add_output(g.add_node("MatMul", "scores", {t->output(0), k}, {"s"})->output(0));
+      ops::infer_types(g);
+      std::vector<runtime::FusionGroup> groups =
+          cuda_rules ? fold_transposes_into_matmul(g, {ir::DType::Float32, ir::DType::Float16})
+                     : fold_transposes_into_matmul(g);
+      ir::verify(g);
+      const bool folds = dtype == ir::DType::Float32 || cuda_rules;
+      SCOPED_TRACE(std::string(ir::dtype_name(dtype)) + (cuda_rules ? " cuda rules" : ""));
+      EXPECT_EQ(groups.size(), folds ? 1u : 0u);
+      EXPECT_EQ(g.find_node("tq") == nullptr, folds);
+      EXPECT_EQ(g.find_node("scores")->has_attribute("_sy_perm_a"), folds);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace switchyard::backends

@@ -3,6 +3,7 @@
 // constant and fed B, and Gemm with every transpose, every C broadcast and alpha/beta that take
 // each path (bias epilogue, copied C, ignored C), on every float dtype.
 #include <cmath>
+#include <limits>
 
 #include "harness/op_harness.h"
 
@@ -92,8 +93,257 @@ Reference gemm_ref(bool trans_a, bool trans_b, double alpha, double beta) {
   };
 }
 
+// x read through `perm` (Transpose's semantics), exactly.
+Tensor permuted(const Tensor& x, const Shape& perm) {
+  Shape out;
+  for (int64_t p : perm) out.push_back(x.shape()[static_cast<size_t>(p)]);
+  return move_elements(x, out, [&](const std::vector<int64_t>& index) {
+    std::vector<int64_t> source(index.size());
+    for (size_t i = 0; i < perm.size(); ++i) source[static_cast<size_t>(perm[i])] = index[i];
+    return ravel(source, x.shape());
+  });
+}
+
+// Transpose(input k, perms[k]) in front of the node for each operand k with a permutation: the
+// pattern the backends fold into the MatMul (backends/fusion/matmul_layout.cc).
+Prelude transposes_in_front(std::vector<Shape> perms) {
+  return [=](ir::Graph& g, const std::vector<ir::Value*>& in) {
+    std::vector<ir::Value*> reads = in;
+    for (size_t k = 0; k < perms.size(); ++k) {
+      if (perms[k].empty()) continue;
+      ir::Node* t =
+          g.add_node("Transpose", fmt::format("transpose{}", k), {in[k]}, {fmt::format("t{}", k)});
+      t->set_attribute(Attribute::make_ints("perm", perms[k]));
+      reads[k] = t->output(0);
+    }
+    return reads;
+  };
+}
+
+Reference transposed_then(std::vector<Shape> perms, Reference ref) {
+  return [=](const Inputs& in) {
+    Inputs reads = in;
+    for (size_t k = 0; k < perms.size(); ++k)
+      if (!perms[k].empty()) reads[k] = permuted(*in[k], perms[k]);
+    return ref(reads);
+  };
+}
+
+// MatMul of transposed operands: attention's head split (Q and V: perm 0,2,1,3) and K's
+// (0,2,3,1) at batch 1 (cuda reads them in place) and 2 (cuda copies them first), the context
+// product with one plain operand, rank-3 transposes of either operand (cuBLASLt's transA /
+// transB), a broadcast plain operand, and a permutation that moves the innermost axis into the
+// batch dims (not folded).
+void add_transposed_matmul(std::vector<Case>& cases) {
+  struct Spec {
+    Shape a, b;
+    Shape perm_a, perm_b;
+  };
+  const std::vector<Spec> specs = {
+      {{1, 5, 3, 8}, {1, 7, 3, 8}, {0, 2, 1, 3}, {0, 2, 3, 1}},
+      {{2, 5, 3, 8}, {2, 7, 3, 8}, {0, 2, 1, 3}, {0, 2, 3, 1}},
+      {{1, 3, 5, 7}, {1, 7, 3, 4}, {}, {0, 2, 1, 3}},
+      {{2, 3, 5, 7}, {2, 7, 3, 4}, {}, {0, 2, 1, 3}},
+      {{4, 6, 5}, {4, 6, 3}, {0, 2, 1}, {}},
+      {{4, 5, 6}, {4, 3, 6}, {}, {0, 2, 1}},
+      {{1, 5, 3, 8}, {1, 1, 8, 4}, {0, 2, 1, 3}, {}},
+      {{2, 5, 3, 8}, {1, 1, 8, 4}, {0, 2, 1, 3}, {}},
+      {{2, 5, 3, 6}, {2, 6, 5, 4}, {0, 3, 2, 1}, {}},
+  };
+  uint64_t seed = 900;
+  for (DType dtype : {DType::Float32, DType::Float16, DType::BFloat16, DType::Float64})
+    for (const Spec& sp : specs) {
+      cases.push_back(
+          {.name = fmt::format("MatMul+transpose/{}/{}{}@{}{}", dtype_tag(dtype), shape_tag(sp.a),
+                               sp.perm_a.empty() ? "" : "^" + shape_tag(sp.perm_a), shape_tag(sp.b),
+                               sp.perm_b.empty() ? "" : "^" + shape_tag(sp.perm_b)),
+           .op = "MatMul",
+           .inputs = {random_tensor(dtype, sp.a, seed), random_tensor(dtype, sp.b, seed + 1)},
+           .reference = transposed_then({sp.perm_a, sp.perm_b}, matmul_ref()),
+           .tolerance = tolerance_for(dtype),
+           .prelude = transposes_in_front({sp.perm_a, sp.perm_b})});
+      seed += 2;
+    }
+}
+
+double gelu(double x, bool tanh_form) {
+  if (tanh_form) return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+  return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+}
+
+// MatMul -> Add(bias) -> Gelu, both forms: the bias and the activation become the product's
+// epilogue (cuda: cuBLASLt's GELU_BIAS for the tanh form, our kernel for the erf form).
+void add_matmul_gelu(std::vector<Case>& cases) {
+  uint64_t seed = 950;
+  for (DType dtype : {DType::Float32, DType::Float16, DType::BFloat16, DType::Float64})
+    for (bool tanh_form : {false, true})
+      for (const auto& [x, n] :
+           std::vector<std::pair<Shape, int64_t>>{{{6, 13}, 9}, {{2, 16, 64}, 256}}) {
+        const int64_t k = x.back();
+        cases.push_back(
+            {.name = fmt::format("MatMul+bias+Gelu/{}/{}@[{},{}]/approximate={}", dtype_tag(dtype),
+                                 shape_tag(x), k, n, tanh_form ? "tanh" : "none"),
+             .op = "Gelu",
+             .inputs = {random_tensor(dtype, x, seed, -1.0, 1.0),
+                        random_tensor(dtype, {k, n}, seed + 1, -1.0, 1.0),
+                        random_tensor(dtype, {n}, seed + 2, -1.0, 1.0)},
+             .attributes = {Attribute::make_string("approximate", tanh_form ? "tanh" : "none")},
+             .constant_inputs = {false, true, true},
+             .reference =
+                 [tanh_form](const Inputs& in) {
+                   // In double: the epilogue reads the unrounded product.
+                   auto wide = [](const Tensor& t) {
+                     return tensor_of(DType::Float64, t.shape(), to_doubles(t));
+                   };
+                   Tensor y = matmul_ref()({wide(*in[0]), wide(*in[1])})[0];
+                   std::vector<double> yv = to_doubles(y), bias = to_doubles(*in[2]);
+                   for (size_t i = 0; i < yv.size(); ++i)
+                     yv[i] = gelu(yv[i] + bias[i % bias.size()], tanh_form);
+                   return std::vector<Tensor>{tensor_of(in[0]->dtype(), y.shape(), yv)};
+                 },
+             .tolerance = tolerance_for(dtype),
+             .prelude =
+                 [](ir::Graph& g, const std::vector<ir::Value*>& in) {
+                   ir::Value* y = g.add_node("MatMul", "matmul", {in[0], in[1]}, {"y"})->output(0);
+                   return std::vector<ir::Value*>{
+                       g.add_node("Add", "bias", {y, in[2]}, {"y_bias"})->output(0)};
+                 }});
+        seed += 3;
+      }
+}
+
+// Attention as the reference models export it, which the cuda partition runs as one fused
+// kernel where its values are 16-bit (backends/fusion/attention.cc): BERT's (q, k, v [B, S, H,
+// D] split into heads by Transposes, scores / sqrt(D), an additive padding mask [B, 1, 1, S],
+// softmax, context, the head merge back to [B, S, H, D]) and GPT's (scores * 1/sqrt(D), a
+// causal Where(cond, -inf, .), no merge: [B, H, S, D]); query and key tiles cut short (S = 70),
+// head dims below a tile (32, 40), not a multiple of 8 (36), and above the tensor-core kernel's
+// (160), no mask.
+struct AttentionSpec {
+  int64_t batch, seq, heads, dim;
+  std::string mask;  // "add" (BERT), "where" (GPT, causal), "none"
+};
+
+Reference attention_ref(const AttentionSpec& sp) {
+  return [sp](const Inputs& in) {
+    const int64_t B = sp.batch, S = sp.seq, H = sp.heads, D = sp.dim;
+    std::vector<double> q = to_doubles(*in[0]), k = to_doubles(*in[1]), v = to_doubles(*in[2]);
+    std::vector<double> m = sp.mask == "none" ? std::vector<double>{} : to_doubles(*in[3]);
+    const double alpha = 1 / std::sqrt(static_cast<double>(D));
+    const bool merge = sp.mask != "where";
+    std::vector<double> out(static_cast<size_t>(B * S * H * D));
+    auto at = [&](int64_t b, int64_t s, int64_t h, int64_t d) {
+      return static_cast<size_t>(((b * S + s) * H + h) * D + d);
+    };
+    std::vector<double> p(static_cast<size_t>(S));
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t i = 0; i < S; ++i) {
+          double mx = -INFINITY;
+          for (int64_t j = 0; j < S; ++j) {
+            double dot = 0;
+            for (int64_t d = 0; d < D; ++d) dot += q[at(b, i, h, d)] * k[at(b, j, h, d)];
+            double x = dot * alpha;
+            if (sp.mask == "add") x += m[static_cast<size_t>(b * S + j)];
+            if (sp.mask == "where" && m[static_cast<size_t>(i * S + j)] != 0) x = -INFINITY;
+            p[static_cast<size_t>(j)] = x;
+            mx = std::max(mx, x);
+          }
+          double sum = 0;
+          for (double& x : p) sum += (x = std::exp(x - mx));
+          for (int64_t d = 0; d < D; ++d) {
+            double acc = 0;
+            for (int64_t j = 0; j < S; ++j) acc += p[static_cast<size_t>(j)] * v[at(b, j, h, d)];
+            const size_t o =
+                merge ? at(b, i, h, d) : static_cast<size_t>(((b * H + h) * S + i) * D + d);
+            out[o] = acc / sum;
+          }
+        }
+    Shape shape = merge ? Shape{B, S, H, D} : Shape{B, H, S, D};
+    return std::vector<Tensor>{tensor_of(in[0]->dtype(), shape, out)};
+  };
+}
+
+// The graph in front of the case's node (the head merge Transpose; for GPT the context MatMul).
+Prelude attention_prelude(const AttentionSpec& sp, DType dtype) {
+  return [sp, dtype](ir::Graph& g, const std::vector<ir::Value*>& in) {
+    auto transpose = [&](ir::Value* x, Shape perm, const std::string& name) {
+      ir::Node* t = g.add_node("Transpose", name, {x}, {name + "_y"});
+      t->set_attribute(Attribute::make_ints("perm", std::move(perm)));
+      return t->output(0);
+    };
+    ir::Value* qt = transpose(in[0], {0, 2, 1, 3}, "tq");
+    ir::Value* kt = transpose(in[1], {0, 2, 3, 1}, "tk");
+    ir::Value* vt = transpose(in[2], {0, 2, 1, 3}, "tv");
+    ir::Value* s = g.add_node("MatMul", "scores", {qt, kt}, {"s"})->output(0);
+    const double root = std::sqrt(static_cast<double>(sp.dim));
+    ir::Value* x = nullptr;
+    if (sp.mask == "where") {
+      ir::Value* c = g.add_constant("inv_sqrt_d", tensor_of(dtype, {}, {1 / root}));
+      x = g.add_node("Mul", "scale", {s, c}, {"ss"})->output(0);
+      ir::Value* fill = g.add_constant("fill", tensor_of(dtype, {}, {-INFINITY}));
+      x = g.add_node("Where", "where", {in[3], fill, x}, {"sw"})->output(0);
+    } else {
+      ir::Value* c = g.add_constant("sqrt_d", tensor_of(dtype, {}, {root}));
+      x = g.add_node("Div", "scale", {s, c}, {"ss"})->output(0);
+      if (sp.mask == "add") x = g.add_node("Add", "add_mask", {x, in[3]}, {"sm"})->output(0);
+    }
+    ir::Node* sm = g.add_node("Softmax", "softmax", {x}, {"p"});
+    sm->set_attribute(Attribute::make_int("axis", -1));
+    if (sp.mask == "where") return std::vector<ir::Value*>{sm->output(0), vt};
+    return std::vector<ir::Value*>{
+        g.add_node("MatMul", "context", {sm->output(0), vt}, {"c"})->output(0)};
+  };
+}
+
+void add_attention(std::vector<Case>& cases) {
+  const std::vector<AttentionSpec> specs = {
+      {2, 16, 2, 64, "add"},  {1, 70, 3, 64, "add"},     {2, 70, 2, 64, "where"},
+      {2, 20, 2, 32, "none"}, {1, 24, 2, 40, "add"},     {1, 24, 2, 36, "add"},
+      {1, 18, 2, 160, "add"}, {2, 130, 1, 128, "where"},
+  };
+  uint64_t seed = 1200;
+  for (DType dtype : {DType::Float16, DType::BFloat16, DType::Float32})
+    for (const AttentionSpec& sp : specs) {
+      const Shape qkv = {sp.batch, sp.seq, sp.heads, sp.dim};
+      Inputs inputs = {random_tensor(dtype, qkv, seed, -1.0, 1.0),
+                       random_tensor(dtype, qkv, seed + 1, -1.0, 1.0),
+                       random_tensor(dtype, qkv, seed + 2, -1.0, 1.0)};
+      if (sp.mask == "add") {
+        // 0 where attended, float32's lowest over each row's padded tail (-inf in 16 bits).
+        std::vector<double> m(static_cast<size_t>(sp.batch * sp.seq), 0.0);
+        for (int64_t b = 0; b < sp.batch; ++b)
+          for (int64_t j = sp.seq - 1 - b * 3; j < sp.seq; ++j)
+            m[static_cast<size_t>(b * sp.seq + j)] = std::numeric_limits<float>::lowest();
+        inputs.push_back(tensor_of(dtype, {sp.batch, 1, 1, sp.seq}, m));
+      } else if (sp.mask == "where") {
+        std::vector<double> c(static_cast<size_t>(sp.seq * sp.seq));
+        for (int64_t i = 0; i < sp.seq; ++i)
+          for (int64_t j = 0; j < sp.seq; ++j) c[static_cast<size_t>(i * sp.seq + j)] = j > i;
+        inputs.push_back(tensor_of(DType::Bool, {1, 1, sp.seq, sp.seq}, c));
+      }
+      Tolerance tol = tolerance_for(dtype);
+      if (dtype == DType::BFloat16) tol = {3e-2, 3e-2};  // the scores and probabilities rounded
+      const bool gpt = sp.mask == "where";
+      cases.push_back(
+          {.name = fmt::format("attention/{}/b={}/s={}/h={}/d={}/mask={}", dtype_tag(dtype),
+                               sp.batch, sp.seq, sp.heads, sp.dim, sp.mask),
+           .op = gpt ? "MatMul" : "Transpose",
+           .inputs = inputs,
+           .attributes = gpt ? std::vector<Attribute>{}
+                             : std::vector<Attribute>{Attribute::make_ints("perm", {0, 2, 1, 3})},
+           .reference = attention_ref(sp),
+           .tolerance = tol,
+           .prelude = attention_prelude(sp, dtype)});
+      seed += 3;
+    }
+}
+
 std::vector<Case> matmul_cases() {
   std::vector<Case> cases;
+  add_transposed_matmul(cases);
+  add_matmul_gelu(cases);
+  add_attention(cases);
   const std::vector<std::pair<Shape, Shape>> shapes = {
       {{4, 5}, {5, 3}},
       {{5}, {5, 3}},

@@ -411,11 +411,116 @@ void add_lp_mvn_softmax(std::vector<Case>& cases) {
   }
 }
 
+// ---- the fused forms (backends/fusion/fusion.h) ---------------------------------------------
+
+// Add(inputs[0], inputs[extra]) (the extra input first when `extra_first`) in front of the
+// node, which reads the sum and inputs [1, extra): the residual Add -> LayerNormalization and
+// the mask Add -> Softmax the backends fuse into one kernel.
+Prelude sum_in_front(size_t extra, bool extra_first = false) {
+  return [=](ir::Graph& g, const std::vector<ir::Value*>& in) {
+    std::vector<ir::Value*> operands = {in[0], in[extra]};
+    if (extra_first) std::swap(operands[0], operands[1]);
+    std::vector<ir::Value*> reads = {g.add_node("Add", "add", operands, {"sum"})->output(0)};
+    reads.insert(reads.end(), in.begin() + 1, in.begin() + static_cast<std::ptrdiff_t>(extra));
+    return reads;
+  };
+}
+
+// `ref` of the inputs the node reads: the sum (rounded to the dtype, as the Add leaves it) and
+// inputs [1, extra).
+Reference sum_then(size_t extra, Reference ref) {
+  return [=](const Inputs& in) {
+    Inputs reads = {map_broadcast({&*in[0], &*in[extra]}, in[0]->dtype(),
+                                  [](const std::vector<double>& v) { return v[0] + v[1]; })};
+    reads.insert(reads.end(), in.begin() + 1, in.begin() + static_cast<std::ptrdiff_t>(extra));
+    return ref(reads);
+  };
+}
+
+// Residual Add -> LayerNormalization: residuals of X's shape (added in the kernel: BERT's rows
+// of 768, odd sizes, two normalized dims), rows longer than the register kernel's, float64 (both
+// summed first on cuda), and sums that broadcast X or Z (summed first everywhere).
+void add_fused_layer_norm(std::vector<Case>& cases) {
+  struct Shapes {
+    Shape x, z;
+    int64_t axis;
+  };
+  const std::vector<Shapes> shapes = {
+      {{2, 128, 768}, {2, 128, 768}, -1}, {{3, 5, 33}, {3, 5, 33}, -1}, {{3, 5, 33}, {3, 5, 33}, 1},
+      {{4, 1500}, {4, 1500}, -1},         {{1, 5, 16}, {3, 5, 16}, -1}, {{3, 5, 16}, {16}, -1},
+      {{3, 5, 16}, {3, 1, 16}, -1},
+  };
+  uint64_t seed = 9000;
+  for (DType dtype : kFloatTypes)
+    for (const Shapes& sh : shapes) {
+      Shape out = broadcast_shapes({sh.x, sh.z});
+      const size_t axis = static_cast<size_t>(normalize_axis(sh.axis, out.size()));
+      Shape scale(out.begin() + static_cast<std::ptrdiff_t>(axis), out.end());
+      cases.push_back(
+          {.name = fmt::format("LayerNormalization+residual/{}/x={}/z={}/axis={}", dtype_tag(dtype),
+                               shape_tag(sh.x), shape_tag(sh.z), sh.axis),
+           .op = "LayerNormalization",
+           .inputs = {random_tensor(dtype, sh.x, seed, -2.0, 3.0),
+                      random_tensor(dtype, scale, seed + 1, 0.5, 1.5),
+                      random_tensor(dtype, scale, seed + 2),
+                      random_tensor(dtype, sh.z, seed + 3, -1.5, 1.5)},
+           .attributes = {int_attr("axis", sh.axis), float_attr("epsilon", 1e-5f)},
+           .reference = sum_then(3, layer_norm_ref(sh.axis, 1e-5, 1)),
+           .tolerance = tolerance_for(dtype),
+           .prelude = sum_in_front(3)});
+      seed += 4;
+    }
+}
+
+// Mask Add -> Softmax: masks that broadcast into X's rows (BERT's [B,1,1,S], a causal [1,1,S,S]
+// written first in the Add, a row [S], a scalar, a per-row [B,H,S,1], rows of one warp and of a
+// block), and where the kernel sums first: a mask that widens X, a softmax over a middle axis.
+void add_fused_softmax(std::vector<Case>& cases) {
+  struct Shapes {
+    Shape x, m;
+    int64_t axis;
+    bool mask_first;
+  };
+  const std::vector<Shapes> shapes = {
+      {{2, 12, 128, 128}, {2, 1, 1, 128}, -1, false},
+      {{2, 3, 4, 6}, {1, 1, 4, 6}, -1, true},
+      {{2, 3, 4, 6}, {6}, 3, false},
+      {{2, 3, 4, 6}, {}, -1, false},
+      {{2, 3, 4, 6}, {2, 3, 4, 1}, -1, false},
+      {{4, 3000}, {1, 3000}, -1, false},
+      {{1, 3, 4, 6}, {2, 1, 4, 6}, -1, false},
+      {{2, 3, 6}, {2, 1, 6}, 1, false},
+  };
+  uint64_t seed = 9500;
+  for (DType dtype : kFloatTypes)
+    for (const Shapes& sh : shapes) {
+      Tolerance tol = tolerance_for(dtype);
+      tol.atol = std::min(tol.atol, 1e-6);  // outputs near 1 / len: an absolute one hides errors
+      // Mask values in [-20, 0], and a padded position as an exported additive mask writes it:
+      // float32's lowest (-inf in the 16-bit types).
+      std::vector<double> mv = to_doubles(random_tensor(dtype, sh.m, seed + 1, -20.0, 0.0));
+      if (mv.size() > 2) mv[1] = std::numeric_limits<float>::lowest();
+      Tensor m = tensor_of(dtype, sh.m, mv);
+      cases.push_back({.name = fmt::format("Softmax+mask/{}/x={}/m={}/axis={}{}", dtype_tag(dtype),
+                                           shape_tag(sh.x), shape_tag(sh.m), sh.axis,
+                                           sh.mask_first ? "/mask first" : ""),
+                       .op = "Softmax",
+                       .inputs = {random_tensor(dtype, sh.x, seed, -4.0, 4.0), m},
+                       .attributes = {int_attr("axis", sh.axis)},
+                       .reference = sum_then(1, softmax_ref(sh.axis, false)),
+                       .tolerance = tol,
+                       .prelude = sum_in_front(1, sh.mask_first)});
+      seed += 2;
+    }
+}
+
 std::vector<Case> normalization_cases() {
   std::vector<Case> cases;
   add_layer_norm(cases);
   add_channel_norms(cases);
   add_lp_mvn_softmax(cases);
+  add_fused_layer_norm(cases);
+  add_fused_softmax(cases);
   return cases;
 }
 

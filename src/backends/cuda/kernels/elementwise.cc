@@ -15,6 +15,7 @@
 #include "backends/cuda/cuda_context.h"
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/kernels/elementwise_impl.h"
+#include "backends/cuda/precision.h"
 #include "ops/op_traits.h"
 #include "ops/shape_inference.h"
 
@@ -378,7 +379,8 @@ class CastKernel final : public runtime::Kernel {
  public:
   explicit CastKernel(const KernelInit& init)
       : cast_like_(ops::kind_of(init.node) == OpKind::CastLike),
-        to_(cast_like_ ? DType::Undefined : static_cast<DType>(init.node.attr_int("to"))) {}
+        to_(cast_like_ ? DType::Undefined : static_cast<DType>(init.node.attr_int("to"))),
+        saturate_(init.node.attr_int(kSaturatingCastAttr, 0) != 0) {}
 
   void run(KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
@@ -386,12 +388,14 @@ class CastKernel final : public runtime::Kernel {
     const DType to = cast_like_ ? ctx.input(1).dtype() : to_;
     if (!contains(kCastTypes, to)) ctx.fail("cannot cast to {} on CUDA", ir::dtype_name(to));
     ir::Tensor& y = ctx.allocate_output(0, to, x.shape());
-    SY_CUDA_CHECK(launch_cast(x.dtype(), to, x.raw(), y.raw(), x.numel(), stream_of(ctx)));
+    SY_CUDA_CHECK(
+        launch_cast(x.dtype(), to, x.raw(), y.raw(), x.numel(), saturate_, stream_of(ctx)));
   }
 
  private:
   bool cast_like_;
   DType to_;
+  bool saturate_;  // precision.h: kSaturatingCastAttr
 };
 
 Support cast_check(const ir::Node& n) {

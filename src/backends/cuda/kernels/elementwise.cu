@@ -547,6 +547,17 @@ __global__ void cast_kernel(const From* x, To* y, int64_t n) {
   SY_GRID_STRIDE(i, n) y[i] = cast_value<To>(x[i]);
 }
 
+// A wide float into float16 or bfloat16 with finite values clamped into the target's range
+// (launch_cast's saturate): `top` is its largest finite value.
+template <typename From, typename To>
+__global__ void saturating_cast_kernel(const From* x, To* y, int64_t n, From top) {
+  SY_GRID_STRIDE(i, n) {
+    const From v = x[i];  // NaN compares false and stays; infinities keep their sign
+    const From c = isinf(v) ? v : (v > top ? top : (v < -top ? -top : v));
+    y[i] = cast_value<To>(c);
+  }
+}
+
 /// Operand slot k's element at offset off[k] (k is uniform across the grid).
 template <typename T>
 __device__ __forceinline__ compute_t<T> chain_operand(const T* const (&p)[kEwMaxOperands],
@@ -790,9 +801,29 @@ cudaError_t launch_broadcast_copy(size_t elem_size, const void* x, void* y, cons
   });
 }
 
-cudaError_t launch_cast(DType from, DType to, const void* x, void* y, int64_t n,
+cudaError_t launch_cast(DType from, DType to, const void* x, void* y, int64_t n, bool saturate,
                         cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
+  const bool narrow = to == DType::Float16 || to == DType::BFloat16;
+  if (saturate && narrow && (from == DType::Float32 || from == DType::Float64)) {
+    // The largest finite float16 and bfloat16 values.
+    const double top = to == DType::Float16 ? 65504.0 : 3.3895313892515355e38;
+    auto launch = [&](auto* out) {
+      if (from == DType::Float32) {
+        saturating_cast_kernel<<<grid_for(n), kThreads, 0, stream>>>(
+            static_cast<const float*>(x), out, n, static_cast<float>(top));
+      } else {
+        saturating_cast_kernel<<<grid_for(n), kThreads, 0, stream>>>(static_cast<const double*>(x),
+                                                                     out, n, top);
+      }
+    };
+    if (to == DType::Float16) {
+      launch(static_cast<__half*>(y));
+    } else {
+      launch(static_cast<__nv_bfloat16*>(y));
+    }
+    return cudaGetLastError();
+  }
   return with_cast_type(from, [&](auto tf) {
     return with_cast_type(to, [&](auto tt) {
       using From = typename decltype(tf)::type;

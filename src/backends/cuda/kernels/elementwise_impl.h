@@ -102,7 +102,9 @@ cudaError_t launch_broadcast_copy(size_t elem_size, const void* x, void* y, cons
 /// int32, int64 and bool, as the CPU kernel does: float to integer truncates toward zero and
 /// wraps to the target's width (NaN and values outside int64 give int64's minimum, wrapped);
 /// narrowing float conversions round to nearest even; anything nonzero is true.
-cudaError_t launch_cast(DType from, DType to, const void* x, void* y, int64_t n,
+/// `saturate`: finite values beyond a float16 or bfloat16 target's range become its largest
+/// finite value, with their sign (precision.h: kSaturatingCastAttr); infinities and NaN stay.
+cudaError_t launch_cast(DType from, DType to, const void* x, void* y, int64_t n, bool saturate,
                         cudaStream_t stream);
 
 // ---- fused chains ----

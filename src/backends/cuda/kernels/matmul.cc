@@ -14,11 +14,18 @@
 // or is broadcast (stride 0) — one strided batched call for every common case. When B is
 // broadcast over the inner batches, A's batches are folded into M (one plain GEMM).
 //
+// Permuted operands (a Transpose folded into the MatMul as "_sy_perm_a" / "_sy_perm_b",
+// backends/fusion/matmul_layout.cc): the operand is its input read through the permuted
+// strides. Where a matrix dim has unit stride, the other a leading dimension, and the batch dims
+// either broadcast or follow the output with one stride between matrices, cuBLASLt reads it in
+// place (one strided batched call; attention's head split at batch 1); otherwise the operand is
+// first copied into that order (the Transpose's own copy, data.cu).
+//
 // Per shape (and pointer alignments, workspace, precision) the descriptors, layouts and the
 // heuristic's algorithm are built once and kept in a bounded cache in the kernel object.
-// cuBLASLt's GELU epilogue is the tanh approximation, so "Gelu" (erf form) runs as our own
-// kernel after the product (matmul.cu); float64, a misaligned bias, or a combination cuBLASLt
-// has no algorithm for take the same own-kernel epilogue.
+// cuBLASLt's GELU epilogue is the tanh approximation: "GeluTanh" runs there, "Gelu" (erf form)
+// as our own kernel after the product (matmul.cu); float64, a misaligned bias, or a combination
+// cuBLASLt has no algorithm for take the same own-kernel epilogue.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -29,7 +36,9 @@
 
 #include "backends/cuda/cuda_context.h"
 #include "backends/cuda/cuda_kernels.h"
+#include "backends/cuda/kernels/data_host.h"
 #include "backends/cuda/kernels/matmul_impl.h"
+#include "backends/fusion/fusion.h"
 #include "ir/check.h"
 #include "ops/shape_inference.h"
 
@@ -57,9 +66,10 @@ std::optional<MatMulActivation> activation_of(const ir::Node& node, std::string*
     if (a->s.empty()) return MatMulActivation::None;
     if (a->s == "Relu") return MatMulActivation::Relu;
     if (a->s == "Gelu") return MatMulActivation::Gelu;
+    if (a->s == "GeluTanh") return MatMulActivation::GeluTanh;
   }
   if (why)
-    *why = fmt::format("{} with fused activation '{}' (cuda implements Relu and Gelu)",
+    *why = fmt::format("{} with fused activation '{}' (cuda implements Relu, Gelu and GeluTanh)",
                        node.op_type(), a->kind == ir::Attribute::Kind::String ? a->s : "?");
   return std::nullopt;
 }
@@ -80,6 +90,9 @@ bool has_rank_zero_input(const ir::Node& node, size_t count) {
 }
 
 runtime::Support check_matmul(const ir::Node& node) {
+  if (node.has_attribute(backends::kFusedAttentionAttr))
+    return runtime::Support::no(
+        "fused attention (its kernel, attention.cc, takes float16 and bfloat16)");
   if (node.num_inputs() > 3)
     return runtime::Support::no(
         fmt::format("MatMul with {} inputs (cuda takes A, B and a fused bias)", node.num_inputs()));
@@ -159,6 +172,7 @@ struct Problem {
   bool tf32 = false;
   int64_t m = 0, n = 0, k = 0;
   bool trans_a = false, trans_b = false;
+  int64_t lda = 0, ldb = 0;  // leading dims of the stored matrices; 0: dense
   int64_t batch_count = 1;
   int64_t a_stride = 0, b_stride = 0;
   std::vector<Launch> launches = {Launch{}};
@@ -285,7 +299,7 @@ bool find_algo(cublasLtHandle_t handle, LtPlan& plan, const Problem& p, cublasLt
 }
 
 // Lowers a problem: descriptors, layouts, and the algorithm with the epilogue cuBLASLt can do
-// (bias, Relu), leaving the rest to launch_bias_activation.
+// (bias, Relu, the tanh GELU), leaving the rest to launch_bias_activation.
 std::shared_ptr<const LtPlan> build_plan(const runtime::KernelContext& ctx, cublasLtHandle_t handle,
                                          const Problem& p, const void* bias) {
   const LtTypes types = *lt_types(p.dtype, p.tf32);  // the kernels checked the dtype
@@ -306,14 +320,14 @@ std::shared_ptr<const LtPlan> build_plan(const runtime::KernelContext& ctx, cubl
                                                &op_b, sizeof(op_b)));
   // Row-major B [K, N] (transB: [N, K]) read column-major; likewise A [M, K] (transA: [K, M]).
   if (p.trans_b) {
-    create_layout(plan->lt_a, types.data, p.k, p.n, p.k, p.batch_count, p.b_stride);
+    create_layout(plan->lt_a, types.data, p.k, p.n, p.ldb ? p.ldb : p.k, p.batch_count, p.b_stride);
   } else {
-    create_layout(plan->lt_a, types.data, p.n, p.k, p.n, p.batch_count, p.b_stride);
+    create_layout(plan->lt_a, types.data, p.n, p.k, p.ldb ? p.ldb : p.n, p.batch_count, p.b_stride);
   }
   if (p.trans_a) {
-    create_layout(plan->lt_b, types.data, p.m, p.k, p.m, p.batch_count, p.a_stride);
+    create_layout(plan->lt_b, types.data, p.m, p.k, p.lda ? p.lda : p.m, p.batch_count, p.a_stride);
   } else {
-    create_layout(plan->lt_b, types.data, p.k, p.m, p.k, p.batch_count, p.a_stride);
+    create_layout(plan->lt_b, types.data, p.k, p.m, p.lda ? p.lda : p.k, p.batch_count, p.a_stride);
   }
   create_layout(plan->lt_d, types.data, p.n, p.m, p.n, p.batch_count, p.m * p.n);
 
@@ -322,18 +336,24 @@ std::shared_ptr<const LtPlan> build_plan(const runtime::KernelContext& ctx, cubl
   const bool lt_epilogues = p.dtype != ir::DType::Float64;
   const bool lt_bias = lt_epilogues && p.bias && p.align_bias >= kBiasEpilogueAlignment;
   const bool lt_relu = lt_epilogues && p.act == MatMulActivation::Relu;
+  const bool lt_gelu = lt_epilogues && p.act == MatMulActivation::GeluTanh;
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
   if (lt_bias)
-    epilogue = lt_relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
+    epilogue = lt_relu   ? CUBLASLT_EPILOGUE_RELU_BIAS
+               : lt_gelu ? CUBLASLT_EPILOGUE_GELU_BIAS
+                         : CUBLASLT_EPILOGUE_BIAS;
   else if (lt_relu && !p.bias)
     epilogue = CUBLASLT_EPILOGUE_RELU;
-  // Relu after an own-kernel bias must wait for that bias.
-  const bool relu_in_lt =
-      epilogue == CUBLASLT_EPILOGUE_RELU || epilogue == CUBLASLT_EPILOGUE_RELU_BIAS;
+  else if (lt_gelu && !p.bias)
+    epilogue = CUBLASLT_EPILOGUE_GELU;
+  // An activation after an own-kernel bias must wait for that bias.
+  const bool act_in_lt =
+      epilogue == CUBLASLT_EPILOGUE_RELU || epilogue == CUBLASLT_EPILOGUE_RELU_BIAS ||
+      epilogue == CUBLASLT_EPILOGUE_GELU || epilogue == CUBLASLT_EPILOGUE_GELU_BIAS;
   if (find_algo(handle, *plan, p, epilogue, bias)) {
     plan->lt_bias = lt_bias;
     plan->own_bias = p.bias && !lt_bias;
-    plan->own_act = relu_in_lt ? MatMulActivation::None : p.act;
+    plan->own_act = act_in_lt ? MatMulActivation::None : p.act;
   } else if (epilogue != CUBLASLT_EPILOGUE_DEFAULT &&
              find_algo(handle, *plan, p, CUBLASLT_EPILOGUE_DEFAULT, nullptr)) {
     plan->own_bias = p.bias;
@@ -481,6 +501,129 @@ void plan_batches(const MatMulShape& s, Problem& p) {
   }
 }
 
+// A MatMul operand as the product reads it: its input, through a folded permutation or not.
+struct Operand {
+  const void* data = nullptr;
+  std::vector<int64_t> shape;    // the operand's (permuted) shape
+  std::vector<int64_t> strides;  // in elements of its input, per dim of `shape`
+  bool permuted = false;         // strides are not the dense row-major ones of `shape`
+};
+
+// The operand input `t` is, read through `perm` (empty: as it is); fails naming `what` when the
+// permutation does not fit t.
+Operand operand_of(const runtime::KernelContext& ctx, const ir::Tensor& t,
+                   const std::vector<int64_t>& perm, const char* what) {
+  Operand o;
+  o.data = t.raw();
+  const std::vector<int64_t> dense = movement::strides_of(t.shape());
+  if (perm.empty()) {
+    o.shape = t.shape();
+    o.strides = dense;
+    return o;
+  }
+  if (static_cast<int64_t>(perm.size()) != t.rank())
+    ctx.fail("the folded permutation of {} has {} entries for an input of rank {}", what,
+             perm.size(), t.rank());
+  std::vector<bool> seen(perm.size(), false);
+  for (size_t i = 0; i < perm.size(); ++i) {
+    const int64_t p = perm[i];
+    if (p < 0 || p >= t.rank() || seen[static_cast<size_t>(p)])
+      ctx.fail("the folded permutation [{}] of {} is not a permutation of its {} dims",
+               fmt::join(perm, ","), what, t.rank());
+    seen[static_cast<size_t>(p)] = true;
+    o.shape.push_back(t.dim(p));
+    o.strides.push_back(dense[static_cast<size_t>(p)]);
+    o.permuted = o.permuted || p != static_cast<int64_t>(i);
+  }
+  return o;
+}
+
+// How cuBLASLt reads one operand of a strided batched call: its stored matrix (transposed or
+// not) with leading dimension ld, and the stride between its matrices (0: broadcast).
+struct StridedOperand {
+  bool trans = false;
+  int64_t ld = 0;
+  int64_t batch_stride = 0;
+};
+
+// Whether operand `o` (rank >= 2) is readable in place against the output's batch dims
+// `out_batch`: a matrix dim of unit stride and the other a leading dimension, and batch dims
+// that all broadcast or that equal the output's and step by one stride.
+bool strided_operand(const Operand& o, const std::vector<int64_t>& out_batch, StridedOperand& r) {
+  const size_t rank = o.shape.size();
+  if (rank < 2) return false;
+  const size_t nb = rank - 2;
+  bool broadcast = true;
+  for (size_t d = 0; d < nb; ++d) broadcast = broadcast && o.shape[d] == 1;
+  r.batch_stride = 0;
+  if (!broadcast) {
+    if (nb > out_batch.size()) return false;
+    const size_t pad = out_batch.size() - nb;
+    for (size_t d = 0; d < out_batch.size(); ++d)
+      if ((d < pad ? 1 : o.shape[d - pad]) != out_batch[d]) return false;
+    int64_t stride = -1, span = 1;  // walking the batch dims outward
+    for (size_t d = nb; d-- > 0;) {
+      if (o.shape[d] == 1) continue;
+      if (stride < 0) {
+        stride = o.strides[d];
+      } else if (o.strides[d] != stride * span) {
+        return false;
+      }
+      span *= o.shape[d];
+    }
+    r.batch_stride = stride;
+  }
+  // A dim of size 1 is read at index 0 only: its stride is whatever suits.
+  const int64_t rows = o.shape[rank - 2], cols = o.shape[rank - 1];
+  const int64_t row_stride = rows == 1 ? std::max<int64_t>(cols, 1) : o.strides[rank - 2];
+  const int64_t col_stride = cols == 1 ? 1 : o.strides[rank - 1];
+  if (col_stride == 1 && row_stride >= cols) {
+    r.trans = false;
+    r.ld = row_stride;
+    return true;
+  }
+  if (row_stride == 1 && col_stride >= rows) {
+    r.trans = true;
+    r.ld = col_stride;
+    return true;
+  }
+  return false;
+}
+
+// The batch and layout part of a MatMul problem whose operands cuBLASLt reads in place (see
+// strided_operand); false when one of them cannot be.
+bool plan_strided(const MatMulShape& s, const Operand& a, const Operand& b, Problem& p) {
+  StridedOperand sa, sb;
+  if (!strided_operand(a, s.out_batch, sa) || !strided_operand(b, s.out_batch, sb)) return false;
+  p.m = s.m;
+  p.trans_a = sa.trans;
+  p.lda = sa.ld;
+  p.trans_b = sb.trans;
+  p.ldb = sb.ld;
+  p.batch_count = 1;
+  for (int64_t d : s.out_batch) p.batch_count *= d;
+  p.a_stride = p.batch_count > 1 ? sa.batch_stride : 0;
+  p.b_stride = p.batch_count > 1 ? sb.batch_stride : 0;
+  p.launches = {Launch{}};
+  return true;
+}
+
+// Copies a permuted operand into its own order (a dense tensor of its shape) in scratch memory,
+// as the folded Transpose would have; the result keeps the scratch alive.
+std::shared_ptr<void> materialize(const runtime::KernelContext& ctx, Operand& o, ir::DType dtype) {
+  const size_t elem = ir::dtype_size(dtype);
+  const int64_t numel = ir::checked_numel(o.shape);
+  std::shared_ptr<void> copy = ctx.scratch(static_cast<size_t>(numel) * elem + 1);
+  if (numel > 0)
+    SY_CUDA_CHECK(data::launch_strided_copy(o.data, copy.get(), static_cast<int>(elem),
+                                            movement::merged_view(ctx, o.shape, o.strides),
+                                            stream_of(ctx)));
+  o.data = copy.get();
+  o.strides = movement::strides_of(o.shape);
+  o.permuted = false;
+  return copy;
+}
+
 // Runtime dtypes come from the partition (--precision retypes float32), not the node's types.
 void require_float(const runtime::KernelContext& ctx, ir::DType dtype) {
   if (!lt_types(dtype, false)) ctx.fail("no CUDA kernel for dtype {}", ir::dtype_name(dtype));
@@ -500,21 +643,27 @@ void run_empty_product(const CudaRunContext& rc, ir::Tensor& y, bool preset, int
 class MatMulKernel : public runtime::Kernel {
  public:
   explicit MatMulKernel(const runtime::KernelInit& init)
-      : act_(activation_or_throw(init.node)), alpha_(init.node.attr_float("_sy_alpha", 1.0f)) {}
+      : act_(activation_or_throw(init.node)),
+        alpha_(init.node.attr_float(backends::kFusedAlphaAttr, 1.0f)),
+        perm_a_(init.node.attr_ints(backends::kFusedPermAAttr, {})),
+        perm_b_(init.node.attr_ints(backends::kFusedPermBAttr, {})) {}
 
   void run(runtime::KernelContext& ctx) const override {
-    const ir::Tensor& a = ctx.input(0);
-    const ir::Tensor& b = ctx.input(1);
+    const ir::Tensor& a_in = ctx.input(0);
+    const ir::Tensor& b_in = ctx.input(1);
     const ir::Tensor* bias = ctx.has_input(2) ? &ctx.input(2) : nullptr;
-    if (b.dtype() != a.dtype())
-      ctx.fail("B has dtype {}, expected {} like A", ir::dtype_name(b.dtype()),
-               ir::dtype_name(a.dtype()));
-    require_float(ctx, a.dtype());
-    MatMulShape s = matmul_shape(ctx, a.shape(), b.shape());
-    if (bias && (bias->dtype() != a.dtype() || bias->rank() != 1 || bias->dim(0) != s.n))
+    const ir::DType dtype = a_in.dtype();
+    if (b_in.dtype() != dtype)
+      ctx.fail("B has dtype {}, expected {} like A", ir::dtype_name(b_in.dtype()),
+               ir::dtype_name(dtype));
+    require_float(ctx, dtype);
+    Operand a = operand_of(ctx, a_in, perm_a_, "A");
+    Operand b = operand_of(ctx, b_in, perm_b_, "B");
+    MatMulShape s = matmul_shape(ctx, a.shape, b.shape);
+    if (bias && (bias->dtype() != dtype || bias->rank() != 1 || bias->dim(0) != s.n))
       ctx.fail("fused bias is {}[{}], expected {}[{}]", ir::dtype_name(bias->dtype()),
-               ir::shape_to_string(bias->shape()), ir::dtype_name(a.dtype()), s.n);
-    ir::Tensor& y = ctx.allocate_output(0, a.dtype(), s.out_shape);
+               ir::shape_to_string(bias->shape()), ir::dtype_name(dtype), s.n);
+    ir::Tensor& y = ctx.allocate_output(0, dtype, s.out_shape);
     if (y.numel() == 0) return;
     const CudaRunContext& rc = run_context(ctx);
     const void* bias_p = bias ? bias->raw() : nullptr;
@@ -522,36 +671,51 @@ class MatMulKernel : public runtime::Kernel {
       run_empty_product(rc, y, false, s.n, bias_p, act_);
       return;
     }
+    // Permuted operands cuBLASLt cannot read in place are copied into their order first.
+    Problem strided;
+    const bool in_place = (a.permuted || b.permuted) && plan_strided(s, a, b, strided);
+    std::shared_ptr<void> a_copy, b_copy;
+    if (!in_place) {
+      if (a.permuted) a_copy = materialize(ctx, a, dtype);
+      if (b.permuted) b_copy = materialize(ctx, b, dtype);
+    }
     const bool tf32 = allow_tf32(ctx);
-    std::vector<int64_t> key = {static_cast<int64_t>(a.dtype()), tf32,
-                                static_cast<int64_t>(rc.workspace_bytes), rc.device};
-    append_shape(key, a.shape());
-    append_shape(key, b.shape());
-    key.insert(key.end(), {bias != nullptr, alignment_of(a.raw()), alignment_of(b.raw()),
+    std::vector<int64_t> key = {static_cast<int64_t>(dtype), tf32,
+                                static_cast<int64_t>(rc.workspace_bytes), rc.device, in_place};
+    append_shape(key, a.shape);
+    append_shape(key, a.strides);
+    append_shape(key, b.shape);
+    append_shape(key, b.strides);
+    key.insert(key.end(), {bias != nullptr, alignment_of(a.data), alignment_of(b.data),
                            alignment_of(y.raw()), alignment_of(bias_p)});
     auto plan = cache_.get(key, [&] {
-      Problem p;
-      p.dtype = a.dtype();
+      Problem p = strided;
+      p.dtype = dtype;
       p.tf32 = tf32;
       p.n = s.n;
       p.k = s.k;
-      plan_batches(s, p);
+      if (!in_place) plan_batches(s, p);
       p.bias = bias != nullptr;
       p.act = act_;
-      const size_t elem = ir::dtype_size(a.dtype());
-      p.align_a = launch_alignment(alignment_of(a.raw()), p.launches, &Launch::a, elem);
-      p.align_b = launch_alignment(alignment_of(b.raw()), p.launches, &Launch::b, elem);
+      const size_t elem = ir::dtype_size(dtype);
+      p.align_a = launch_alignment(alignment_of(a.data), p.launches, &Launch::a, elem);
+      p.align_b = launch_alignment(alignment_of(b.data), p.launches, &Launch::b, elem);
       p.align_y = launch_alignment(alignment_of(y.raw()), p.launches, &Launch::y, elem);
+      if (in_place) {  // the matrices of a batch start at multiples of the batch strides
+        p.align_a = std::min(p.align_a, alignment_of(static_cast<uintptr_t>(p.a_stride) * elem));
+        p.align_b = std::min(p.align_b, alignment_of(static_cast<uintptr_t>(p.b_stride) * elem));
+      }
       p.align_bias = alignment_of(bias_p);
       p.workspace_bytes = rc.workspace_bytes;
       return build_plan(ctx, rc.cublaslt, p, bias_p);
     });
-    run_plan(*plan, rc, a.raw(), b.raw(), y.raw(), y.numel(), bias_p, alpha_, 0.0);
+    run_plan(*plan, rc, a.data, b.data, y.raw(), y.numel(), bias_p, alpha_, 0.0);
   }
 
  private:
   MatMulActivation act_;
   float alpha_;  // "_sy_alpha": a fused scale of the product (backends/fusion/matmul_epilogue.cc)
+  std::vector<int64_t> perm_a_, perm_b_;  // "_sy_perm_a" / "_sy_perm_b" (matmul_layout.cc)
   PlanCache cache_;
 };
 

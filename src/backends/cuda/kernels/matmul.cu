@@ -1,7 +1,7 @@
 // Device code of the matmul family: the epilogues cuBLASLt does not do for us (exact erf GELU —
-// cuBLASLt's GELU epilogue is the tanh approximation — and bias/activation where no cuBLASLt
-// epilogue is used) and the broadcast of Gemm's C into the output. Compute in float (double for
-// float64), store in the storage type.
+// cuBLASLt's GELU epilogue is the tanh approximation — and bias/activation, the tanh GELU
+// included, where no cuBLASLt epilogue is used) and the broadcast of Gemm's C into the output.
+// Compute in float (double for float64), store in the storage type.
 #include <type_traits>
 
 #include "backends/cuda/kernels/common.cuh"
@@ -27,6 +27,12 @@ __device__ __forceinline__ C activate(C x, MatMulActivation act) {
         return 0.5 * x * (1.0 + erf(x * 0.7071067811865476));
       } else {
         return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f));
+      }
+    case MatMulActivation::GeluTanh:
+      if constexpr (std::is_same_v<C, double>) {
+        return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+      } else {
+        return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
       }
     default:
       return x;

@@ -11,8 +11,9 @@
 
 namespace switchyard::cuda {
 
-/// The activation a fused MatMul/Gemm applies after bias ("_sy_activation").
-enum class MatMulActivation { None, Relu, Gelu };
+/// The activation a fused MatMul/Gemm applies after bias ("_sy_activation"): Gelu is the exact
+/// (erf) form, GeluTanh the tanh approximation.
+enum class MatMulActivation { None, Relu, Gelu, GeluTanh };
 
 /// y[i, j] = act(y[i, j] + bias[j]) in place over a row-major [rows, n] matrix of `dtype`
 /// (float32, float16, bfloat16, float64); `bias` (length n, same dtype) may be null.

@@ -2,6 +2,7 @@
 // (inference only: training_mode=1 is refused through KernelDef::check), InstanceNormalization,
 // GroupNormalization (opset-21 per-channel scale/bias, like the CPU kernel),
 // LpNormalization and MeanVarianceNormalization, for float32/float16/bfloat16/float64.
+// LayerNormalization also takes the fused residual Add (input 3, backends/fusion/fusion.h).
 // Attribute, shape and error rules mirror the CPU kernels (src/backends/cpu/kernels/
 // normalization.cc), which the GPU is tested against; device code is in normalization.cu.
 #include <string>
@@ -9,6 +10,7 @@
 
 #include "backends/cuda/cuda_context.h"
 #include "backends/cuda/cuda_kernels.h"
+#include "backends/cuda/kernels/fused_sum.h"
 #include "backends/cuda/kernels/normalization_impl.h"
 #include "ops/op_kind.h"
 #include "ops/shape_inference.h"
@@ -225,7 +227,33 @@ class LayerNormKernel : public runtime::Kernel {
         stats_dtype_(output_dtype(init.node, 1, stash_)) {}
 
   void run(KernelContext& ctx) const override {
+    // Input 3 (fusion.h): a residual Z, Y = LN(X + Z). Of X's shape it is added row by row;
+    // one that broadcasts otherwise, or rows the kernel does not hold in registers, are summed
+    // first.
+    const ir::Tensor* residual = ctx.has_input(3) ? &ctx.input(3) : nullptr;
+    if (!residual) {
+      normalize(ctx, ctx.input(0), nullptr);
+      return;
+    }
     const ir::Tensor& x = ctx.input(0);
+    if (residual->dtype() != x.dtype())
+      ctx.fail("the fused residual is {}, X is {}", ir::dtype_name(residual->dtype()),
+               ir::dtype_name(x.dtype()));
+    if (residual->shape() == x.shape() && x.rank() > 0) {
+      const int64_t axis = ops::normalize_axis(ctx.node(), axis_, x.rank());
+      const int64_t cols = product(x.shape(), static_cast<size_t>(axis), x.shape().size());
+      if (layer_norm_takes_residual(cols,
+                                    stash_ == DType::Float64 || x.dtype() == DType::Float64)) {
+        normalize(ctx, x, residual);
+        return;
+      }
+    }
+    normalize(ctx, broadcast_sum(ctx, x, *residual, "residual"), nullptr);
+  }
+
+ private:
+  // LN(x + residual) (residual null, or of x's shape and dtype with rows the kernel adds).
+  void normalize(KernelContext& ctx, const ir::Tensor& x, const ir::Tensor* residual) const {
     if (x.rank() == 0) ctx.fail("X must have rank >= 1");
     const int64_t axis = ops::normalize_axis(ctx.node(), axis_, x.rank());
     const ir::Tensor& scale = ctx.input(1);
@@ -256,6 +284,7 @@ class LayerNormKernel : public runtime::Kernel {
     a.y = y.raw();
     a.scale = scale.raw();
     a.bias = has_bias ? ctx.input(2).raw() : nullptr;
+    a.residual = residual ? residual->raw() : nullptr;
     a.epsilon = epsilon_;
     a.double_stats = stash_ == DType::Float64 || x.dtype() == DType::Float64;
     a.stats_dtype = stats_dtype_;
@@ -264,7 +293,6 @@ class LayerNormKernel : public runtime::Kernel {
     SY_CUDA_CHECK(launch_layer_norm(a, stream_of(ctx)));
   }
 
- private:
   int64_t axis_;
   float epsilon_;
   DType stash_;

@@ -167,21 +167,78 @@ struct LayerNormEpilogue {
   void* mean;
   void* inv_std_dev;
 
+  // Y[r, j] from the normalized value (x - mean) * inv.
+  __device__ __forceinline__ void write(int64_t r, int64_t j, Acc normalized) const {
+    const int64_t e = r * cols + j;
+    const Acc sc = load<Acc>(scale, scale_per_column ? j : dev::strided_offset(e, scale_view));
+    const Acc bs =
+        bias ? load<Acc>(bias, bias_per_column ? j : dev::strided_offset(e, bias_view)) : Acc(0);
+    y[e] = store_cast<T>(normalized * sc + bs);
+  }
+
+  __device__ __forceinline__ void write_stats(int64_t r, Acc m, Acc inv) const {
+    if (mean) store_any(mean, stats_dtype, r, m);
+    if (inv_std_dev) store_any(inv_std_dev, stats_dtype, r, inv);
+  }
+
   __device__ void operator()(int64_t r, const T* p, Acc m, Acc inv, int lane, int width) const {
-    T* q = y + r * cols;
-    for (int64_t j = lane; j < cols; j += width) {
-      const int64_t e = r * cols + j;
-      const Acc sc = load<Acc>(scale, scale_per_column ? j : dev::strided_offset(e, scale_view));
-      const Acc bs =
-          bias ? load<Acc>(bias, bias_per_column ? j : dev::strided_offset(e, bias_view)) : Acc(0);
-      q[j] = store_cast<T>((load<Acc>(p, j) - m) * inv * sc + bs);
-    }
-    if (lane == 0) {
-      if (mean) store_any(mean, stats_dtype, r, m);
-      if (inv_std_dev) store_any(inv_std_dev, stats_dtype, r, inv);
-    }
+    for (int64_t j = lane; j < cols; j += width) write(r, j, (load<Acc>(p, j) - m) * inv);
+    if (lane == 0) write_stats(r, m, inv);
   }
 };
+
+// Rows of up to 32 * kPer values with float statistics: a warp per row, held in registers, so X
+// and the residual Z (may be null) are read once; mean first, then the squared deviations.
+template <int kPer, typename T>
+__global__ void __launch_bounds__(kThreads)
+    layer_norm_warp_kernel(const T* x, const T* z, int64_t rows, int cols, float epsilon,
+                           LayerNormEpilogue<T, float> e) {
+  constexpr int kPerBlock = kThreads / 32;
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  for (int64_t r = static_cast<int64_t>(blockIdx.x) * kPerBlock + threadIdx.x / 32; r < rows;
+       r += static_cast<int64_t>(gridDim.x) * kPerBlock) {
+    const T* p = x + r * cols;
+    const T* q = z ? z + r * cols : nullptr;
+    float v[kPer];
+    float sum = 0;
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) {
+      const int j = lane + 32 * i;
+      v[i] = 0;
+      if (j < cols) {
+        float s = load<float>(p, j);
+        // The sum rounded to T, as the unfused Add leaves it.
+        if (q) s = dev::to_float(dev::from_float<T>(s + load<float>(q, j)));
+        v[i] = s;
+        sum += s;
+      }
+    }
+    const float m = group_sum<32>(sum, static_cast<float*>(nullptr)) / static_cast<float>(cols);
+    float sq = 0;
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) {
+      const float d = v[i] - m;
+      if (lane + 32 * i < cols) sq += d * d;
+    }
+    const float var = group_sum<32>(sq, static_cast<float*>(nullptr)) / static_cast<float>(cols);
+    const float inv = 1.0f / sqrtf(var + epsilon);
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) {
+      const int j = lane + 32 * i;
+      if (j < cols) e.write(r, j, (v[i] - m) * inv);
+    }
+    if (lane == 0) e.write_stats(r, m, inv);
+  }
+}
+
+template <int kPer, typename T>
+cudaError_t launch_layer_norm_warp(const LayerNormArgs& a, const LayerNormEpilogue<T, float>& e,
+                                   cudaStream_t stream) {
+  layer_norm_warp_kernel<kPer, T><<<dev::blocks_for(a.rows, kThreads / 32), kThreads, 0, stream>>>(
+      static_cast<const T*>(a.x), static_cast<const T*>(a.residual), a.rows,
+      static_cast<int>(a.cols), a.epsilon, e);
+  return cudaGetLastError();
+}
 
 template <typename T, typename Acc>
 cudaError_t layer_norm_typed(const LayerNormArgs& a, cudaStream_t stream) {
@@ -196,6 +253,18 @@ cudaError_t layer_norm_typed(const LayerNormArgs& a, cudaStream_t stream) {
                               a.stats_dtype,
                               a.mean,
                               a.inv_std_dev};
+  if constexpr (std::is_same_v<Acc, float>) {
+    if (a.cols > 0 && a.cols <= kLayerNormRegisterCols) {
+      if (a.cols <= 32) return launch_layer_norm_warp<1, T>(a, e, stream);
+      if (a.cols <= 64) return launch_layer_norm_warp<2, T>(a, e, stream);
+      if (a.cols <= 128) return launch_layer_norm_warp<4, T>(a, e, stream);
+      if (a.cols <= 256) return launch_layer_norm_warp<8, T>(a, e, stream);
+      if (a.cols <= 512) return launch_layer_norm_warp<16, T>(a, e, stream);
+      return launch_layer_norm_warp<32, T>(a, e, stream);
+    }
+  }
+  if (a.residual)
+    return cudaErrorInvalidValue;  // the caller sums first (layer_norm_takes_residual)
   return launch_segments(static_cast<const T*>(a.x), a.rows, a.cols, static_cast<Acc>(a.epsilon), e,
                          stream);
 }

@@ -38,6 +38,10 @@ struct LayerNormArgs {
   const void* bias = nullptr;
   bool bias_per_column = true;
   NormDims bias_view;
+  /// A residual Z of X's shape and dtype (the fused residual Add, fusion.h), null when absent:
+  /// Y = LN(X + Z) with the sum rounded to the dtype as the Add would leave it. Only where
+  /// layer_norm_takes_residual(); the caller sums first elsewhere.
+  const void* residual = nullptr;
   int64_t rows = 0;
   int64_t cols = 0;
   float epsilon = 1e-5f;
@@ -48,6 +52,15 @@ struct LayerNormArgs {
   void* inv_std_dev = nullptr;
 };
 cudaError_t launch_layer_norm(const LayerNormArgs& a, cudaStream_t stream);
+
+/// Rows up to this long (with float statistics) are normalized by one warp each from registers,
+/// reading X and a residual once.
+constexpr int64_t kLayerNormRegisterCols = 1024;
+
+/// Whether launch_layer_norm adds LayerNormArgs::residual itself for rows of `cols` values.
+inline bool layer_norm_takes_residual(int64_t cols, bool double_stats) {
+  return !double_stats && cols > 0 && cols <= kLayerNormRegisterCols;
+}
 
 /// A per-channel parameter of BatchNormalization: any float dtype.
 struct ChannelParam {

@@ -1,6 +1,7 @@
 // CUDA kernels of the reduction family: Reduce* (opset-18 form, which the importer normalises
 // older opsets to: axes as optional host input 1, keepdims, noop_with_empty_axes), ArgMax/ArgMin,
-// Softmax/LogSoftmax (opset-13: along one axis), TopK (k as host input 1; always sorted, as on the
+// Softmax/LogSoftmax (opset-13: along one axis; Softmax also with the fused mask Add as input 1),
+// TopK (k as host input 1; always sorted, as on the
 // cpu) and CumSum (axis as host input 1). Attributes, shape rules and messages mirror the cpu
 // kernels (src/backends/cpu/kernels/reduce.cc, normalization_softmax.cc and
 // gather_scatter_select.cc); floats accumulate in float32 (float64 for float64), integers in 64
@@ -15,6 +16,7 @@
 
 #include "backends/cuda/cuda_context.h"
 #include "backends/cuda/cuda_kernels.h"
+#include "backends/cuda/kernels/fused_sum.h"
 #include "ops/reduce_geometry.h"
 #include "ops/shape_inference.h"
 
@@ -187,17 +189,60 @@ class SoftmaxKernel : public runtime::Kernel {
   explicit SoftmaxKernel(const KernelInit& init) : axis_(init.node.attr_int("axis", -1)) {}
 
   void run(KernelContext& ctx) const override {
+    // Input 1 (backends/fusion/fusion.h): an additive mask M, softmax(X + M) along the last
+    // axis. One that broadcasts into X's rows is added row by row; otherwise the sum is made
+    // first, as on the cpu.
+    if (!ctx.has_input(1)) {
+      softmax(ctx, ctx.input(0), SoftmaxMask{});
+      return;
+    }
     const ir::Tensor& x = ctx.input(0);
+    const ir::Tensor& m = ctx.input(1);
+    SoftmaxMask mask;
+    if (mask_fits_rows(x, m, mask)) {
+      softmax(ctx, x, mask);
+      return;
+    }
+    softmax(ctx, broadcast_sum(ctx, x, m, "mask"), SoftmaxMask{});
+  }
+
+ private:
+  // Whether mask `m` broadcasts into X's rows (each of its dims, aligned right, 1 or X's; X's
+  // dtype) with the softmax along X's last axis; then fills `mask`.
+  bool mask_fits_rows(const ir::Tensor& x, const ir::Tensor& m, SoftmaxMask& mask) const {
+    if (x.rank() == 0 || m.dtype() != x.dtype() || m.rank() > x.rank()) return false;
+    if (axis_ != -1 && axis_ != x.rank() - 1) return false;
+    if (x.rank() - 1 > kSoftmaxMaskRank) return false;
+    const int64_t off = x.rank() - m.rank();
+    for (int64_t i = 0; i < m.rank(); ++i)
+      if (m.dim(i) != 1 && m.dim(i) != x.dim(off + i)) return false;
+    mask.data = m.raw();
+    mask.rank = static_cast<int>(x.rank() - 1);
+    int64_t stride = 1;
+    for (int64_t d = x.rank(); d-- > 0;) {
+      const bool present = d >= off && m.dim(d - off) != 1;
+      const int64_t st = present ? stride : 0;
+      if (d == x.rank() - 1) {
+        mask.step = st;
+      } else {
+        mask.dims[d] = x.dim(d);
+        mask.strides[d] = st;
+      }
+      if (d >= off) stride *= m.dim(d - off);
+    }
+    return true;
+  }
+
+  void softmax(KernelContext& ctx, const ir::Tensor& x, const SoftmaxMask& mask) const {
     if (x.rank() == 0) ctx.fail("input must have rank >= 1");
     int64_t axis = ops::normalize_axis(ctx.node(), axis_, x.rank());
     AxisSplit s = split_at(x, axis);
     ir::Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
     if (y.numel() == 0) return;
-    SY_CUDA_CHECK(
-        launch_softmax(kLog, x.dtype(), x.raw(), y.raw(), s.outer, s.len, s.inner, stream_of(ctx)));
+    SY_CUDA_CHECK(launch_softmax(kLog, x.dtype(), x.raw(), y.raw(), s.outer, s.len, s.inner,
+                                 stream_of(ctx), mask));
   }
 
- private:
   int64_t axis_;
 };
 

@@ -48,10 +48,26 @@ cudaError_t launch_arg_reduce(bool is_max, bool select_last, DType dtype, const 
                               int64_t* out, int64_t outer, int64_t len, int64_t inner,
                               void* workspace, cudaStream_t stream);
 
+constexpr int kSoftmaxMaskRank = 8;
+
+/// An additive mask M broadcast into the rows of a last-axis softmax (the fused Add -> Softmax,
+/// backends/fusion/fusion.h): row r (its index over X's leading dims `dims`) adds
+/// M[sum_d index_d * strides[d] + j * step] to element j, the sum rounded to the dtype as the
+/// unfused Add leaves it. M has X's dtype; strides are 0 along broadcast dims, step is 1, or 0
+/// when M's last dim is 1.
+struct SoftmaxMask {
+  const void* data = nullptr;  ///< null: no mask
+  int rank = 0;
+  int64_t dims[kSoftmaxMaskRank] = {};
+  int64_t strides[kSoftmaxMaskRank] = {};
+  int64_t step = 0;
+};
+
 /// Softmax (or LogSoftmax) along the middle dim of an outer x len x inner view, max-subtracted,
-/// in float32 (float64 for float64).
+/// in float32 (float64 for float64). A mask (`mask.data` set) needs inner == 1.
 cudaError_t launch_softmax(bool log, DType dtype, const void* in, void* out, int64_t outer,
-                           int64_t len, int64_t inner, cudaStream_t stream);
+                           int64_t len, int64_t inner, cudaStream_t stream,
+                           const SoftmaxMask& mask = {});
 
 /// The k largest (smallest) elements along the middle dim of an outer x len x inner view, in
 /// order, ties (and NaNs, which rank above every number) lower index first; values and int64

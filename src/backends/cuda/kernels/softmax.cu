@@ -1,6 +1,7 @@
 // Device code of Softmax and LogSoftmax: a warp per row held in registers for rows up to 1024,
 // a block per longer row (cached in shared memory while it fits), column tiles for other axes;
-// the row maximum is subtracted and sums accumulate in float32 (float64 for float64).
+// the row maximum is subtracted and sums accumulate in float32 (float64 for float64). Rows along
+// the last axis may add a broadcast mask first (the fused Add -> Softmax, SoftmaxMask).
 #include "backends/cuda/kernels/reduce_device.cuh"
 
 namespace switchyard::cuda {
@@ -10,10 +11,29 @@ using namespace reduction;  // NOLINT: the family's shared device helpers
 
 // ---- Softmax -------------------------------------------------------------------------------
 
+// Element offset of row `row`'s mask values (SoftmaxMask).
+__device__ __forceinline__ int64_t mask_row_offset(const SoftmaxMask& m, int64_t row) {
+  int64_t offset = 0;
+  for (int d = m.rank - 1; d >= 0; --d) {
+    const int64_t q = row / m.dims[d];
+    offset += (row - q * m.dims[d]) * m.strides[d];
+    row = q;
+  }
+  return offset;
+}
+
+// x[j] of a row, plus the row's mask value when there is a mask, rounded to T as the Add leaves
+// it.
+template <typename A, typename T>
+__device__ __forceinline__ A masked_value(const T* x, const T* mask, int64_t step, int64_t j) {
+  if (!mask) return load<A>(x[j]);
+  return load<A>(store<T>(load<A>(x[j]) + load<A>(mask[j * step])));
+}
+
 // Rows of up to 32 * kPer elements: a warp per row, the row held in registers. The maximum
 // ignores NaN as the cpu kernel's does (a NaN still turns the row to NaN through the sum).
 template <bool kLog, int kPer, typename T>
-__global__ void softmax_warp_rows(const T* in, T* out, int64_t rows, int len) {
+__global__ void softmax_warp_rows(const T* in, T* out, int64_t rows, int len, SoftmaxMask mask) {
   using A = compute_t<T>;
   const int lane = static_cast<int>(threadIdx.x) % 32;
   const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x / 32);
@@ -21,12 +41,14 @@ __global__ void softmax_warp_rows(const T* in, T* out, int64_t rows, int len) {
        row < rows; row += warps) {
     const T* x = in + row * len;
     T* y = out + row * len;
+    const T* mrow =
+        mask.data ? static_cast<const T*>(mask.data) + mask_row_offset(mask, row) : nullptr;
     A v[kPer];
     A m = A(-INFINITY);
 #pragma unroll
     for (int i = 0; i < kPer; ++i) {
       int j = lane + 32 * i;
-      v[i] = j < len ? load<A>(x[j]) : A(-INFINITY);
+      v[i] = j < len ? masked_value<A>(x, mrow, mask.step, j) : A(-INFINITY);
       m = fmax(m, v[i]);
     }
     for (int o = 16; o > 0; o /= 2) m = fmax(m, shfl_xor(m, o));
@@ -64,7 +86,8 @@ __device__ A block_all_reduce(A v, A* shared) {
 // Long rows: a block per row, three passes (max, sum, write); kCache keeps the row in shared
 // memory so it is read from global memory once.
 template <bool kLog, bool kCache, typename T>
-__global__ void softmax_block_rows(const T* in, T* out, int64_t rows, int64_t len) {
+__global__ void softmax_block_rows(const T* in, T* out, int64_t rows, int64_t len,
+                                   SoftmaxMask mask) {
   using A = compute_t<T>;
   extern __shared__ __align__(16) unsigned char dynamic_shared[];
   A* cache = reinterpret_cast<A*>(dynamic_shared);
@@ -72,10 +95,14 @@ __global__ void softmax_block_rows(const T* in, T* out, int64_t rows, int64_t le
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const T* x = in + row * len;
     T* y = out + row * len;
-    auto value = [&](int64_t j) { return kCache ? cache[j] : load<A>(x[j]); };
+    const T* mrow =
+        mask.data ? static_cast<const T*>(mask.data) + mask_row_offset(mask, row) : nullptr;
+    auto value = [&](int64_t j) {
+      return kCache ? cache[j] : masked_value<A>(x, mrow, mask.step, j);
+    };
     A m = A(-INFINITY);
     for (int64_t j = threadIdx.x; j < len; j += blockDim.x) {
-      A v = load<A>(x[j]);
+      A v = masked_value<A>(x, mrow, mask.step, j);
       if constexpr (kCache) cache[j] = v;
       m = fmax(m, v);
     }
@@ -144,14 +171,15 @@ __global__ void softmax_columns(const T* in, T* out, int64_t outer, int64_t len,
 }
 
 template <bool kLog, int kPer, typename T>
-void launch_softmax_warp(const T* x, T* y, int64_t rows, int64_t len, cudaStream_t stream) {
+void launch_softmax_warp(const T* x, T* y, int64_t rows, int64_t len, const SoftmaxMask& mask,
+                         cudaStream_t stream) {
   softmax_warp_rows<kLog, kPer, T><<<grid_for(ceil_div(rows, kBlock / 32)), kBlock, 0, stream>>>(
-      x, y, rows, static_cast<int>(len));
+      x, y, rows, static_cast<int>(len), mask);
 }
 
 template <bool kLog, typename T>
 void softmax_typed(const T* x, T* y, int64_t outer, int64_t len, int64_t inner,
-                   cudaStream_t stream) {
+                   const SoftmaxMask& mask, cudaStream_t stream) {
   using A = compute_t<T>;
   constexpr size_t kCacheBytes = 48 * 1024;  // dynamic shared memory without an opt-in
   if (inner > 1) {
@@ -159,40 +187,44 @@ void softmax_typed(const T* x, T* y, int64_t outer, int64_t len, int64_t inner,
     softmax_columns<kLog, T><<<grid_for(outer * ceil_div(inner, tile)), kBlock, 0, stream>>>(
         x, y, outer, len, inner, tile);
   } else if (len <= 32) {
-    launch_softmax_warp<kLog, 1>(x, y, outer, len, stream);
+    launch_softmax_warp<kLog, 1>(x, y, outer, len, mask, stream);
   } else if (len <= 64) {
-    launch_softmax_warp<kLog, 2>(x, y, outer, len, stream);
+    launch_softmax_warp<kLog, 2>(x, y, outer, len, mask, stream);
   } else if (len <= 128) {
-    launch_softmax_warp<kLog, 4>(x, y, outer, len, stream);
+    launch_softmax_warp<kLog, 4>(x, y, outer, len, mask, stream);
   } else if (len <= 256) {
-    launch_softmax_warp<kLog, 8>(x, y, outer, len, stream);
+    launch_softmax_warp<kLog, 8>(x, y, outer, len, mask, stream);
   } else if (len <= 512) {
-    launch_softmax_warp<kLog, 16>(x, y, outer, len, stream);
+    launch_softmax_warp<kLog, 16>(x, y, outer, len, mask, stream);
   } else if (len <= 1024) {
-    launch_softmax_warp<kLog, 32>(x, y, outer, len, stream);
+    launch_softmax_warp<kLog, 32>(x, y, outer, len, mask, stream);
   } else {
     int threads = len >= 16384 ? 1024 : len >= 4096 ? 512 : kBlock;
     size_t bytes = static_cast<size_t>(len) * sizeof(A);
     if (bytes <= kCacheBytes)
       softmax_block_rows<kLog, true, T>
-          <<<grid_for(outer), threads, bytes, stream>>>(x, y, outer, len);
+          <<<grid_for(outer), threads, bytes, stream>>>(x, y, outer, len, mask);
     else
-      softmax_block_rows<kLog, false, T><<<grid_for(outer), threads, 0, stream>>>(x, y, outer, len);
+      softmax_block_rows<kLog, false, T>
+          <<<grid_for(outer), threads, 0, stream>>>(x, y, outer, len, mask);
   }
 }
 
 }  // namespace
 
 cudaError_t launch_softmax(bool log, DType dtype, const void* in, void* out, int64_t outer,
-                           int64_t len, int64_t inner, cudaStream_t stream) {
+                           int64_t len, int64_t inner, cudaStream_t stream,
+                           const SoftmaxMask& mask) {
   if (outer * len * inner == 0) return cudaSuccess;
+  if (mask.data && (inner != 1 || mask.rank < 0 || mask.rank > kSoftmaxMaskRank))
+    return cudaErrorInvalidValue;
   return SY_DISPATCH_FLOAT(dtype, T, {
     const T* x = static_cast<const T*>(in);
     T* y = static_cast<T*>(out);
     if (log)
-      softmax_typed<true>(x, y, outer, len, inner, stream);
+      softmax_typed<true>(x, y, outer, len, inner, mask, stream);
     else
-      softmax_typed<false>(x, y, outer, len, inner, stream);
+      softmax_typed<false>(x, y, outer, len, inner, mask, stream);
     return cudaGetLastError();
   });
 }

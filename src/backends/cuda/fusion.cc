@@ -1,0 +1,28 @@
+#include "backends/cuda/fusion.h"
+
+namespace switchyard::cuda {
+
+std::vector<runtime::FusionGroup> fuse_partition(ir::Graph& graph, backends::Precision precision) {
+  std::vector<runtime::FusionGroup> groups = backends::fuse_gelu(graph);
+  auto append = [&](std::vector<runtime::FusionGroup> more) {
+    for (runtime::FusionGroup& g : more) groups.push_back(std::move(g));
+  };
+  append(backends::fuse_conv_epilogues(graph));
+  append(backends::fuse_matmul_epilogues(graph, /*tanh_gelu=*/true));
+  // cuBLASLt reads a permuted operand through its strides where they form one batch stride;
+  // matmul.cc transposes the others itself (as the Transpose would have).
+  append(backends::fold_transposes_into_matmul(
+      graph, {ir::DType::Float32, ir::DType::Float16, ir::DType::BFloat16, ir::DType::Float64}));
+  append(backends::fuse_residual_layernorm(graph));
+  append(backends::fuse_softmax_mask(graph));
+  // The attention kernel computes in 16-bit storage with float32 accumulation; a float32 graph
+  // fuses only when --precision fp16/bf16 will narrow it.
+  backends::AttentionRules attention{{ir::DType::Float16, ir::DType::BFloat16}};
+  if (precision == backends::Precision::Fp16 || precision == backends::Precision::Bf16)
+    attention.dtypes.push_back(ir::DType::Float32);
+  append(backends::fuse_attention(graph, attention));
+  fuse_elementwise_chains(graph);
+  return backends::merge_fusion_groups(std::move(groups));
+}
+
+}  // namespace switchyard::cuda
