@@ -343,7 +343,7 @@ stage_models() {
 }
 
 stage_sanitize() {
-  local log=$OUT/sanitize.log cs f name t rc errors tool clean=0 dirty=0 notrun=() tmp
+  local log=$OUT/sanitize.log cs f name t rc errors tool clean=0 dirty=0 skipped=0 notrun=() tmp
   cs=$(command -v compute-sanitizer)
   for f in /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda-*/bin/compute-sanitizer; do
     [ -z "$cs" ] && [ -x "$f" ] && cs=$f
@@ -371,6 +371,11 @@ stage_sanitize() {
       elif [ "${errors:-x}" = 0 ] && [ "$rc" -eq 0 ]; then
         what="clean"
         clean=$((clean + 1))
+      elif grep -q '^\[==========\] 0 tests from 0 test suites ran' "$tmp"; then
+        # SY_SANITIZE_FILTER matched none of its tests: compute-sanitizer then reports that the
+        # program ended before any CUDA call, which is not a finding.
+        what="no test matched the filter"
+        skipped=$((skipped + 1))
       elif [ -n "$errors" ] && [ "$errors" != 0 ]; then
         what="$errors ERRORS"
         dirty=$((dirty + 1))
@@ -384,6 +389,7 @@ stage_sanitize() {
     done
   done < <(unit_list)
   note[sanitize]="$clean clean, $dirty not clean"
+  [ "$skipped" -eq 0 ] || note[sanitize]+=", $skipped with no test matching SY_SANITIZE_FILTER"
   [ ${#notrun[@]} -eq 0 ] || note[sanitize]+="; not run (time budget): ${notrun[*]}"
   if [ "$dirty" -gt 0 ]; then status[sanitize]=FAIL
   elif [ "$clean" -eq 0 ]; then status[sanitize]=SKIP note[sanitize]+="; nothing sanitized"

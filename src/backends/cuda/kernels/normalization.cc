@@ -242,7 +242,8 @@ class LayerNormKernel : public runtime::Kernel {
     if (residual->shape() == x.shape() && x.rank() > 0) {
       const int64_t axis = ops::normalize_axis(ctx.node(), axis_, x.rank());
       const int64_t cols = product(x.shape(), static_cast<size_t>(axis), x.shape().size());
-      if (layer_norm_takes_residual(cols,
+      const int64_t rows = cols > 0 ? x.numel() / cols : 0;
+      if (layer_norm_takes_residual(rows, cols,
                                     stash_ == DType::Float64 || x.dtype() == DType::Float64)) {
         normalize(ctx, x, residual);
         return;

@@ -254,7 +254,7 @@ cudaError_t layer_norm_typed(const LayerNormArgs& a, cudaStream_t stream) {
                               a.mean,
                               a.inv_std_dev};
   if constexpr (std::is_same_v<Acc, float>) {
-    if (a.cols > 0 && a.cols <= kLayerNormRegisterCols) {
+    if (layer_norm_takes_residual(a.rows, a.cols, false)) {
       if (a.cols <= 32) return launch_layer_norm_warp<1, T>(a, e, stream);
       if (a.cols <= 64) return launch_layer_norm_warp<2, T>(a, e, stream);
       if (a.cols <= 128) return launch_layer_norm_warp<4, T>(a, e, stream);
