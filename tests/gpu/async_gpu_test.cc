@@ -75,7 +75,8 @@ Feeds gather_feeds(int k) {
 // x, ia, ib → A on cuda:0: a = Relu(x + x); ga = Gather(a, ia); t = ga · c → on the cpu
 // (pinned): s = Sigmoid(t) → B on cuda:0: gb = Gather(s + ga, ib); y = gb · t. B reads ga and t
 // where A left them, on the device, with no copy; `gathers` gets A's and B's Gather names.
-Executable chain_model(std::string gathers[2]) {
+// The chain compiled with `options` (the GPU's pins, or the cpu alone for the reference).
+Executable chain_model(std::string gathers[2], const Options& options) {
   GraphBuilder b;
   Value x = b.placeholder("x", DType::Float32, {kRows, kWidth});
   Value ia = b.placeholder("ia", DType::Int64, {kRows});
@@ -90,9 +91,13 @@ Executable chain_model(std::string gathers[2]) {
   gathers[0] = ga.name();
   gathers[1] = gb.name();
   b.outputs({{"y", y}});
+  return std::move(b).build().compile(options);
+}
+
+Executable chain_model(std::string gathers[2]) {
   Options o = gpu_options();
   o.pins = {"op:Sigmoid=cpu"};
-  return std::move(b).build().compile(o);
+  return chain_model(gathers, o);
 }
 
 // Run k of the chain: a bad index in A (k % 5 == 3), in B (k % 5 == 1), or none.
@@ -238,20 +243,8 @@ TEST(CudaAsync, TwoCudaPartitionsAroundACpuNodeStayCorrectAndNameTheirFaults) {
   Options cpu;
   cpu.compute_units = "cpu_only";
   cpu.num_threads = 2;
-  auto cpu_model = [&] {
-    GraphBuilder b;
-    Value x = b.placeholder("x", DType::Float32, {kRows, kWidth});
-    Value ia = b.placeholder("ia", DType::Int64, {kRows});
-    Value ib = b.placeholder("ib", DType::Int64, {kRows});
-    Value c = b.constant(random_tensor(DType::Float32, {kWidth}, 12), "c");
-    Value a = b.relu(b.add(x, x));
-    Value ga = b.op("Gather", {a, ia}, {{"axis", int64_t{0}}})[0];
-    Value t = b.mul(ga, c);
-    Value gb = b.op("Gather", {b.add(b.sigmoid(t), ga), ib}, {{"axis", int64_t{0}}})[0];
-    b.outputs({{"y", b.mul(gb, t)}});
-    return std::move(b).build().compile(cpu);
-  };
-  Executable on_cpu = cpu_model();
+  std::string cpu_gathers[2];
+  Executable on_cpu = chain_model(cpu_gathers, cpu);
   const int total = kThreads * kRunsPerThread;
   std::vector<Result> want;
   for (int k = 0; k < total; ++k) {

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "backends/cpu/kernels/sequence_internal.h"
+#include "ops/scan_layout.h"
 
 namespace switchyard::cpu {
 
@@ -162,36 +163,13 @@ class ScanKernel : public runtime::Kernel {
  public:
   explicit ScanKernel(const runtime::KernelInit& init) : body_(compile_body(init, "body")) {
     const ir::Node& node = init.node;
-    size_t num_scan_in = static_cast<size_t>(node.attr_int("num_scan_inputs"));
-    SY_CHECK(num_scan_in >= 1 && num_scan_in <= node.num_inputs(), InvalidModel,
-             "{}: attribute 'num_scan_inputs' {} must be in [1, {}]", node.describe(), num_scan_in,
-             node.num_inputs());
-    num_states_ = node.num_inputs() - num_scan_in;
-    SY_CHECK(node.num_outputs() >= num_states_, InvalidModel,
-             "{}: has {} outputs, fewer than its {} state values", node.describe(),
-             node.num_outputs(), num_states_);
-    size_t num_scan_out = node.num_outputs() - num_states_;
-    in_axes_ = node.attr_ints("scan_input_axes", std::vector<int64_t>(num_scan_in, 0));
-    out_axes_ = node.attr_ints("scan_output_axes", std::vector<int64_t>(num_scan_out, 0));
-    for (int64_t d : node.attr_ints("scan_input_directions", std::vector<int64_t>(num_scan_in, 0)))
-      in_reverse_.push_back(d != 0);
-    for (int64_t d :
-         node.attr_ints("scan_output_directions", std::vector<int64_t>(num_scan_out, 0)))
-      out_reverse_.push_back(d != 0);
-    SY_CHECK(in_axes_.size() == num_scan_in && in_reverse_.size() == num_scan_in &&
-                 out_axes_.size() == num_scan_out && out_reverse_.size() == num_scan_out,
-             InvalidModel,
-             "{}: scan axis and direction attributes need {} input and {} output "
-             "entries",
-             node.describe(), num_scan_in, num_scan_out);
-    const ir::Graph& body = body_->graph();
-    SY_CHECK(
-        body.inputs().size() == node.num_inputs() && body.outputs().size() == node.num_outputs(),
-        InvalidModel, "{}: body '{}' has {} inputs and {} outputs, expected {} and {}",
-        node.describe(), body.name(), body.inputs().size(), body.outputs().size(),
-        node.num_inputs(), node.num_outputs());
-    for (size_t j = 0; j < num_scan_out; ++j)
-      scan_types_.push_back(body.outputs()[num_states_ + j]->type());
+    ops::ScanLayout layout = ops::scan_layout(node, body_->graph());
+    num_states_ = layout.num_states;
+    in_axes_ = std::move(layout.in_axes);
+    out_axes_ = std::move(layout.out_axes);
+    in_reverse_ = std::move(layout.in_reverse);
+    out_reverse_ = std::move(layout.out_reverse);
+    scan_types_ = std::move(layout.scan_output_types);
   }
 
   void run(runtime::KernelContext& ctx) const override {
