@@ -113,7 +113,20 @@ struct ConvPlan {
   // nullptr: the activation always runs after the primitive.
   std::shared_ptr<DnnlConvPlan> dnnl_fused;
   float input_bound = 0;
+  // The threads oneDNN's primitives were made for and run with (0: the run's): one for a
+  // convolution too small to share (conv_threads).
+  int threads = 0;
 };
+
+// Below about a million multiply-adds a convolution runs slower on two threads than on one
+// (bench/RESULTS.md: mobilenet_v2's 7x7 and 14x14 depthwise layers, 21-33 us on one thread and
+// 27-46 us on two): those run on one thread whatever the run's count.
+int conv_threads(const ConvDims& d, int run_threads) {
+  constexpr int64_t kSharedWorkMacs = int64_t{1} << 20;
+  const int64_t per_group = d.group > 0 ? d.in_channels / d.group : d.in_channels;
+  const int64_t macs = product(d.out_shape()) * d.kernel_size() * std::max<int64_t>(per_group, 1);
+  return macs < kSharedWorkMacs ? 1 : run_threads;
+}
 
 // Runs a prepared oneDNN plan on x, w, b (b may be null), writing y. A fused residual z (may be
 // null) is put in the destination first, for the plan's sum post-op to add to.
@@ -256,6 +269,8 @@ class ConvFamilyKernel : public runtime::Kernel {
                ir::shape_to_string(z->shape()), ir::dtype_name(y.dtype()),
                ir::shape_to_string(y.shape()));
     if (y.numel() == 0) return;
+    std::optional<OmpThreadScope> plan_threads;
+    if (plan->threads > 0) plan_threads.emplace(plan->threads);
     if (plan->dnnl_fused && bounded_input(x, plan->input_bound, ctx.num_threads())) {
       run_dnnl_plan(ctx, *plan->dnnl_fused, x, w, b, z, y);
       return;
@@ -392,6 +407,8 @@ class ConvKernel : public ConvFamilyKernel {
       wdims[0] = group_;
       wdims.insert(wdims.begin() + 1, d.out_channels / group_);
     }
+    plan->threads = conv_threads(d, ctx.num_threads());
+    OmpThreadScope plan_threads(plan->threads);  // oneDNN sizes its work split for them
     try {
       DnnlConvArgs a = dnnl_conv_args(d, x.shape(), wdims, b != nullptr);
       // Spatial kernels run markedly faster (reorders included) on oneDNN's blocked
