@@ -774,13 +774,7 @@ class ScanStep : public ControlFlowStep {
  public:
   ScanStep(const ir::Node& node, ProgramContext& context) : ControlFlowStep(node, context) {
     const ir::Graph& body = node.attr_graph("body");
-    ops::ScanLayout layout = ops::scan_layout(node, body);
-    num_states_ = layout.num_states;
-    in_axes_ = std::move(layout.in_axes);
-    out_axes_ = std::move(layout.out_axes);
-    in_reverse_ = std::move(layout.in_reverse);
-    out_reverse_ = std::move(layout.out_reverse);
-    scan_types_ = std::move(layout.scan_output_types);
+    layout_ = ops::scan_layout(node, body);
     body_ = compile_body(body, true);
   }
 
@@ -795,13 +789,14 @@ class ScanStep : public ControlFlowStep {
 
   std::vector<Slicing> slicing(const std::vector<const ir::Datum*>& in, int64_t* length) const {
     std::vector<Slicing> out;
-    for (size_t j = 0; j < in_axes_.size(); ++j) {
-      const ir::Datum* d = given(in, num_states_ + j);
+    for (size_t j = 0; j < layout_.in_axes.size(); ++j) {
+      const ir::Datum* d = given(in, layout_.num_states + j);
       SY_CHECK(d && d->is_tensor(), InvalidArgument, "{}: scan input {} is missing",
                node_.describe(), j);
       const ir::Tensor& x = d->tensor;
       SY_CHECK(x.rank() > 0, InvalidArgument, "{}: scan input {} is a scalar", node_.describe(), j);
-      const auto axis = static_cast<size_t>(ops::normalize_axis(node_, in_axes_[j], x.rank()));
+      const auto axis =
+          static_cast<size_t>(ops::normalize_axis(node_, layout_.in_axes[j], x.rank()));
       const int64_t len = x.dim(static_cast<int64_t>(axis));
       SY_CHECK(j == 0 || len == *length, InvalidArgument,
                "{}: scan input {} has length {} along its scan axis, scan input 0 has {}",
@@ -827,7 +822,7 @@ class ScanStep : public ControlFlowStep {
     int64_t length = 0;
     const std::vector<Slicing> slices = slicing(in, &length);
     std::vector<ir::Datum> carried;
-    for (size_t k = 0; k < num_states_; ++k) {
+    for (size_t k = 0; k < layout_.num_states; ++k) {
       const ir::Datum* init = given(in, k);
       SY_CHECK(init && init->is_tensor(), Unsupported, "{}: state value {} is no tensor",
                node_.describe(), k);
@@ -860,7 +855,7 @@ class ScanStep : public ControlFlowStep {
         copy.src_step = slices[j].block_bytes;
         copy.counter = &ctrl->iter;
         copy.limit = length;
-        copy.reverse = in_reverse_[j];
+        copy.reverse = layout_.in_reverse[j];
         SY_CUDA_CHECK(launch_indexed_copy(copy, side.rc.stream));
       }
       std::vector<ir::Datum> args = carried;
@@ -868,7 +863,7 @@ class ScanStep : public ControlFlowStep {
       for (ir::Datum& d : implicit_values(in)) args.push_back(std::move(d));
       std::vector<ir::Datum> outs = body_->execute(std::move(args), side.state, side.rc, &retain);
       std::vector<ir::Tensor> next;
-      for (size_t k = 0; k < num_states_; ++k) {
+      for (size_t k = 0; k < layout_.num_states; ++k) {
         const ir::Tensor& t = device_result(outs[k], node_, "body output", k);
         const ir::Tensor& c = carried[k].tensor;
         SY_CHECK(t.dtype() == c.dtype() && t.shape() == c.shape(), Unsupported,
@@ -877,11 +872,11 @@ class ScanStep : public ControlFlowStep {
                  ir::dtype_name(t.dtype()), ir::shape_to_string(t.shape()));
         next.push_back(t);
       }
-      for (size_t j = 0; j < out_axes_.size(); ++j) {
-        const ir::Tensor& item =
-            device_result(outs[num_states_ + j], node_, "body output", num_states_ + j);
+      for (size_t j = 0; j < layout_.out_axes.size(); ++j) {
+        const ir::Tensor& item = device_result(outs[layout_.num_states + j], node_, "body output",
+                                               layout_.num_states + j);
         const auto axis =
-            static_cast<size_t>(ops::normalize_axis(node_, out_axes_[j], item.rank() + 1));
+            static_cast<size_t>(ops::normalize_axis(node_, layout_.out_axes[j], item.rank() + 1));
         std::vector<int64_t> shape = item.shape();
         shape.insert(shape.begin() + static_cast<std::ptrdiff_t>(axis), length);
         ir::Tensor buffer = new_tensor(pool, item.dtype(), shape);
@@ -898,7 +893,7 @@ class ScanStep : public ControlFlowStep {
         copy.dst_step = inner;
         copy.counter = &ctrl->iter;
         copy.limit = length;
-        copy.reverse = out_reverse_[j];
+        copy.reverse = layout_.out_reverse[j];
         SY_CUDA_CHECK(launch_indexed_copy(copy, side.rc.stream));
         scans.emplace_back(std::move(buffer));
       }
@@ -917,19 +912,19 @@ class ScanStep : public ControlFlowStep {
     int64_t length = 0;
     const std::vector<Slicing> slices = slicing(in, &length);
     std::vector<ir::Datum> states;
-    for (size_t k = 0; k < num_states_; ++k) {
+    for (size_t k = 0; k < layout_.num_states; ++k) {
       const ir::Datum* d = given(in, k);
       states.push_back(d ? *d : ir::Datum());
     }
     const std::vector<ir::Datum> outer = implicit_values(in);
-    std::vector<std::vector<ir::Tensor>> scans(out_axes_.size());
+    std::vector<std::vector<ir::Tensor>> scans(layout_.out_axes.size());
     for (int64_t t = 0; t < length; ++t) {
       state.check_stop(node_);
       std::vector<ir::Datum> args;
       for (ir::Datum& s : states) args.push_back(std::move(s));
       for (size_t j = 0; j < slices.size(); ++j) {
         const Slicing& s = slices[j];
-        const int64_t index = in_reverse_[j] ? length - 1 - t : t;
+        const int64_t index = layout_.in_reverse[j] ? length - 1 - t : t;
         const char* from =
             static_cast<const char*>(s.input->raw()) + static_cast<size_t>(index * s.block_bytes);
         if (s.outer == 1) {  // a contiguous slice: a view
@@ -947,9 +942,9 @@ class ScanStep : public ControlFlowStep {
       }
       args.insert(args.end(), outer.begin(), outer.end());
       std::vector<ir::Datum> outs = body_->execute(std::move(args), state, rc);
-      states.assign(outs.begin(), outs.begin() + static_cast<std::ptrdiff_t>(num_states_));
+      states.assign(outs.begin(), outs.begin() + static_cast<std::ptrdiff_t>(layout_.num_states));
       for (size_t j = 0; j < scans.size(); ++j) {
-        ir::Datum& d = outs[num_states_ + j];
+        ir::Datum& d = outs[layout_.num_states + j];
         SY_CHECK(d.is_tensor(), InvalidArgument,
                  "{}: scan output {} is not a tensor in iteration {}", node_.describe(), j, t);
         scans[j].push_back(std::move(d.tensor));
@@ -957,19 +952,15 @@ class ScanStep : public ControlFlowStep {
     }
     std::vector<ir::Datum> results = std::move(states);
     for (size_t j = 0; j < scans.size(); ++j)
-      results.emplace_back(stack_on_device(scans[j], scan_types_[j], out_axes_[j], out_reverse_[j],
-                                           j, *state.pool, rc.stream, node_));
+      results.emplace_back(stack_on_device(scans[j], layout_.scan_output_types[j],
+                                           layout_.out_axes[j], layout_.out_reverse[j], j,
+                                           *state.pool, rc.stream, node_));
     return results;
   }
 
  private:
   std::unique_ptr<StepProgram> body_;
-  size_t num_states_ = 0;
-  std::vector<int64_t> in_axes_;
-  std::vector<int64_t> out_axes_;
-  std::vector<bool> in_reverse_;
-  std::vector<bool> out_reverse_;
-  std::vector<ir::Type> scan_types_;
+  ops::ScanLayout layout_;  // ops/scan_layout.h
 };
 
 }  // namespace

@@ -163,22 +163,17 @@ class ScanKernel : public runtime::Kernel {
  public:
   explicit ScanKernel(const runtime::KernelInit& init) : body_(compile_body(init, "body")) {
     const ir::Node& node = init.node;
-    ops::ScanLayout layout = ops::scan_layout(node, body_->graph());
-    num_states_ = layout.num_states;
-    in_axes_ = std::move(layout.in_axes);
-    out_axes_ = std::move(layout.out_axes);
-    in_reverse_ = std::move(layout.in_reverse);
-    out_reverse_ = std::move(layout.out_reverse);
-    scan_types_ = std::move(layout.scan_output_types);
+    layout_ = ops::scan_layout(node, body_->graph());
   }
 
   void run(runtime::KernelContext& ctx) const override {
     std::vector<size_t> axes;
     int64_t length = 0;
-    for (size_t j = 0; j < in_axes_.size(); ++j) {
-      const ir::Tensor& x = ctx.input(num_states_ + j);
+    for (size_t j = 0; j < layout_.in_axes.size(); ++j) {
+      const ir::Tensor& x = ctx.input(layout_.num_states + j);
       if (x.rank() == 0) ctx.fail("scan input {} is a scalar", j);
-      axes.push_back(static_cast<size_t>(ops::normalize_axis(ctx.node(), in_axes_[j], x.rank())));
+      axes.push_back(
+          static_cast<size_t>(ops::normalize_axis(ctx.node(), layout_.in_axes[j], x.rank())));
       int64_t len = x.dim(static_cast<int64_t>(axes[j]));
       if (j > 0 && len != length)
         ctx.fail("scan input {} has length {} along its scan axis, scan input 0 has {}", j, len,
@@ -186,40 +181,35 @@ class ScanKernel : public runtime::Kernel {
       length = len;
     }
     std::vector<ir::Datum> states;
-    for (size_t k = 0; k < num_states_; ++k) states.push_back(optional_input(ctx, k));
+    for (size_t k = 0; k < layout_.num_states; ++k) states.push_back(optional_input(ctx, k));
 
-    std::vector<std::vector<ir::Tensor>> scans(scan_types_.size());
+    std::vector<std::vector<ir::Tensor>> scans(layout_.scan_output_types.size());
     for (int64_t t = 0; t < length; ++t) {
       ctx.state().check_stop(ctx.node());
       std::vector<ir::Datum> in;
-      in.reserve(num_states_ + axes.size());
+      in.reserve(layout_.num_states + axes.size());
       for (ir::Datum& s : states) in.push_back(std::move(s));
       for (size_t j = 0; j < axes.size(); ++j) {
-        int64_t index = in_reverse_[j] ? length - 1 - t : t;
-        in.emplace_back(slice_along(ctx, ctx.input(num_states_ + j), axes[j], index));
+        int64_t index = layout_.in_reverse[j] ? length - 1 - t : t;
+        in.emplace_back(slice_along(ctx, ctx.input(layout_.num_states + j), axes[j], index));
       }
       std::vector<ir::Datum> out = body_->run(std::move(in), ctx.state(), ctx.frame());
-      for (size_t k = 0; k < num_states_; ++k) states[k] = std::move(out[k]);
+      for (size_t k = 0; k < layout_.num_states; ++k) states[k] = std::move(out[k]);
       for (size_t j = 0; j < scans.size(); ++j) {
-        ir::Datum& d = out[num_states_ + j];
+        ir::Datum& d = out[layout_.num_states + j];
         if (!d.is_tensor()) ctx.fail("scan output {} is not a tensor in iteration {}", j, t);
         scans[j].push_back(std::move(d.tensor));
       }
     }
-    for (size_t k = 0; k < num_states_; ++k) ctx.set_output(k, std::move(states[k]));
+    for (size_t k = 0; k < layout_.num_states; ++k) ctx.set_output(k, std::move(states[k]));
     for (size_t j = 0; j < scans.size(); ++j)
-      stack_iterations(ctx, num_states_ + j, scans[j], scan_types_[j], out_axes_[j],
-                       out_reverse_[j], j);
+      stack_iterations(ctx, layout_.num_states + j, scans[j], layout_.scan_output_types[j],
+                       layout_.out_axes[j], layout_.out_reverse[j], j);
   }
 
  private:
   std::unique_ptr<GraphProgram> body_;
-  size_t num_states_ = 0;
-  std::vector<int64_t> in_axes_;
-  std::vector<int64_t> out_axes_;
-  std::vector<bool> in_reverse_;
-  std::vector<bool> out_reverse_;
-  std::vector<ir::Type> scan_types_;
+  ops::ScanLayout layout_;  // ops/scan_layout.h
 };
 
 // SequenceMap: runs the body once per element of input 0; further sequence inputs give their
