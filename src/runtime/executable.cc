@@ -149,6 +149,12 @@ void Executable::link_steps() {
       released_[static_cast<size_t>(id)] = 1;
     }
   }
+  // A device where one step reads another's results (RunJob opens a run stream there).
+  chained_on_.assign(num_devices, 0);
+  for (size_t p = 0; p < num_steps; ++p)
+    for (int q : links_[p].dependents)
+      if (plan_.steps[static_cast<size_t>(q)].device == plan_.steps[p].device)
+        chained_on_[static_cast<size_t>(plan_.steps[p].device)] = 1;
 }
 
 void Executable::begin_flight() const {

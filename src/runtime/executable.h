@@ -243,6 +243,7 @@ class Executable {
   std::vector<StepLinks> links_;
   std::vector<int> readers_;
   std::vector<char> released_;
+  std::vector<char> chained_on_;  // per device: a step there reads another step's results there
   // One queue per device, its workers started as work arrives.
   std::vector<std::unique_ptr<DeviceQueue>> queues_;
   mutable std::mutex flight_mutex_;

@@ -93,60 +93,47 @@ void run_worker(const Executable& exe, const std::vector<Datum>& inputs,
     } else {
       phase.first_done.wait();
     }
+    // `count` runs (or, with `until`, runs until `end_at`) with up to `in_flight` in flight
+    // through run_async, oldest first (with one in flight: plain run()s, what a caller of run()
+    // sees); `record` gets each run's latency, from its start to its outputs, and its result.
+    auto pump = [&](int count, bool until, Clock::time_point end_at, auto&& record) {
+      std::deque<std::pair<Clock::time_point, std::future<RunResult>>> pending;
+      auto collect = [&] {
+        auto [start, future] = std::move(pending.front());
+        pending.pop_front();
+        RunResult result = future.get();
+        record(ms_between(start, Clock::now()), result);
+      };
+      try {
+        for (int k = 0; until || k < count; ++k) {
+          if (phase.stop.cancelled()) break;
+          if (until && k > 0 && Clock::now() >= end_at) break;
+          const Clock::time_point start = Clock::now();  // before the call, which may wait
+          if (in_flight == 1) {
+            RunResult result = exe.run_values(inputs, options);
+            record(ms_between(start, Clock::now()), result);
+            continue;
+          }
+          if (static_cast<int>(pending.size()) >= in_flight) collect();
+          pending.emplace_back(start, exe.run_values_async(inputs, options));
+        }
+        while (!pending.empty()) collect();
+      } catch (...) {
+        for (auto& [start, future] : pending) future.wait();  // they read `inputs`
+        throw;
+      }
+    };
     // The warm-up keeps as many runs in flight as the timed runs will: what a partition prepares
     // per concurrent run (a CUDA graph instance each) is made before the clock starts.
-    {
-      std::deque<std::future<RunResult>> warming;
-      for (int i = 0; i < warmup && !phase.stop.cancelled(); ++i) {
-        if (in_flight == 1) {
-          exe.run_values(inputs, options);
-          continue;
-        }
-        if (static_cast<int>(warming.size()) >= in_flight) {
-          warming.front().get();
-          warming.pop_front();
-        }
-        warming.push_back(exe.run_values_async(inputs, options));
-      }
-      for (auto& f : warming) f.get();
-    }
+    pump(warmup, false, Clock::time_point{}, [](double, const RunResult&) {});
     arrived = true;
     phase.warmed->arrive_and_wait();
     phase.go.wait();
-    const Clock::time_point end = phase.end;
-    // Up to `in_flight` runs started through run_async, oldest first; a run's latency is from
-    // its start to its outputs (with one in flight: a plain run()).
-    std::deque<std::pair<Clock::time_point, std::future<RunResult>>> pending;
-    auto collect = [&] {
-      auto [start, future] = std::move(pending.front());
-      pending.pop_front();
-      RunResult result = future.get();
-      double ms = ms_between(start, Clock::now());
+    pump(runs, until_end, phase.end, [&](double ms, const RunResult& result) {
       std::lock_guard<std::mutex> lock(phase.mutex);
       phase.times_ms.push_back(ms);
       phase.peak_bytes = std::max(phase.peak_bytes, result.stats.peak_bytes);
-    };
-    try {
-      for (int k = 0; until_end || k < runs; ++k) {
-        if (phase.stop.cancelled()) break;
-        if (until_end && k > 0 && Clock::now() >= end) break;
-        const Clock::time_point start = Clock::now();  // before the call, which may wait
-        if (in_flight == 1) {                          // what a caller of run() sees
-          RunResult result = exe.run_values(inputs, options);
-          double ms = ms_between(start, Clock::now());
-          std::lock_guard<std::mutex> lock(phase.mutex);
-          phase.times_ms.push_back(ms);
-          phase.peak_bytes = std::max(phase.peak_bytes, result.stats.peak_bytes);
-          continue;
-        }
-        if (static_cast<int>(pending.size()) >= in_flight) collect();
-        pending.emplace_back(start, exe.run_values_async(inputs, options));
-      }
-      while (!pending.empty()) collect();
-    } catch (...) {
-      for (auto& [start, future] : pending) future.wait();  // they read `inputs`
-      throw;
-    }
+    });
   } catch (...) {
     {
       std::lock_guard<std::mutex> lock(phase.mutex);

@@ -229,10 +229,9 @@ class ConvFamilyKernel : public runtime::Kernel {
   explicit ConvFamilyKernel(const runtime::KernelInit& init)
       : group_(read_group(init.node)),
         constant_weights_(input_is_constant(init.node, 1)),
-        num_inputs_(init.node.num_inputs()),
         epilogue_(Epilogue::of(init.node)),
-        constant_bias_(init.node.num_inputs() > 2 && init.node.input(2) != nullptr &&
-                       input_is_constant(init.node, 2)),
+        fixed_bias_(init.node.num_inputs() <= 2 ||
+                    (init.node.input(2) != nullptr && input_is_constant(init.node, 2))),
         residual_(init.node.num_inputs() > 3 && init.node.input(3) != nullptr),
         nhwc_(init.node.attr_string("_sy_layout", "") == "NHWC") {}
 
@@ -326,9 +325,8 @@ class ConvFamilyKernel : public runtime::Kernel {
   // that wrote it (a check from memory costs about what the activation's own pass does).
   bool wants_fused_twin(const ir::Tensor& x, const ConvDims& d) const {
     constexpr size_t kCachedInputBytes = size_t{1} << 20;
-    return epilogue_.nan_dropping() && !residual_ && constant_weights_ &&
-           (constant_bias_ || num_inputs_ <= 2) && x.nbytes() <= kCachedInputBytes &&
-           x.numel() <= product(d.out_shape());
+    return epilogue_.nan_dropping() && !residual_ && constant_weights_ && fixed_bias_ &&
+           x.nbytes() <= kCachedInputBytes && x.numel() <= product(d.out_shape());
   }
 
   // The largest input magnitude for which no sum of w's products (plus the bias) can overflow,
@@ -354,9 +352,8 @@ class ConvFamilyKernel : public runtime::Kernel {
 
   int64_t group_;
   bool constant_weights_;
-  bool constant_bias_;
-  size_t num_inputs_ = 0;
   Epilogue epilogue_;  // fusion.h: "_sy_activation" (Conv only)
+  bool fixed_bias_;    // no bias input, or a constant one
   bool residual_;      // fusion.h: input 3 is a residual added before the activation
   bool nhwc_;          // fusion.h: "_sy_layout" NHWC, X, Z and Y are stored [N, H, W, C]
 
