@@ -38,6 +38,7 @@ std::unique_ptr<ir::Graph> clone_partition(const backends::Partition& p,
     ir::Node* c = g->add_node(n->op_type(), n->name(), ins, outs, n->domain());
     c->set_kind_id(n->kind_id());
     for (const auto& a : n->attributes()) c->set_attribute(a);
+    c->copy_annotations(*n);
     for (size_t i = 0; i < n->num_outputs(); ++i) {
       c->output(i)->set_type(n->output(i)->type());
       map[n->output(i)] = c->output(i);

@@ -47,6 +47,24 @@ void Node::remove_attribute(const std::string& name) {
   std::erase_if(attributes_, [&](const Attribute& a) { return a.name == name; });
 }
 
+void Node::annotate(std::shared_ptr<const NodeAnnotation> a) {
+  SY_ASSERT(a != nullptr);
+  const NodeAnnotation& added = *a;
+  for (auto& existing : annotations_) {
+    const NodeAnnotation& held = *existing;
+    if (typeid(held) == typeid(added)) {
+      existing = std::move(a);
+      return;
+    }
+  }
+  annotations_.push_back(std::move(a));
+}
+
+void Node::copy_annotations(const Node& from) {
+  if (&from == this) return;
+  for (const auto& a : from.annotations_) annotate(a);
+}
+
 std::string Node::describe() const { return fmt::format("[{}] node '{}'", op_type_, name_); }
 
 namespace {

@@ -8,9 +8,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
+#include <typeinfo>
 #include <unordered_map>
 #include <vector>
 
+#include "ir/annotation.h"
 #include "ir/attribute.h"
 #include "ir/tensor.h"
 #include "ir/type.h"
@@ -99,6 +102,22 @@ class Node {
   /// All subgraphs held by this node's attributes.
   std::vector<Graph*> subgraphs() const;
 
+  // Annotations (ir/annotation.h): typed payloads of the passes, at most one of each type.
+  /// The annotation of exactly type T, or nullptr when the node has none.
+  template <class T>
+  const T* annotation() const;
+  /// Attaches `a` (not null), replacing the annotation of its dynamic type if there is one.
+  void annotate(std::shared_ptr<const NodeAnnotation> a);
+  /// Removes the annotation of exactly type T, if any.
+  template <class T>
+  void remove_annotation();
+  /// Every annotation, in the order first attached; copy a node's with copy_annotations.
+  const std::vector<std::shared_ptr<const NodeAnnotation>>& annotations() const {
+    return annotations_;
+  }
+  /// Attaches every annotation of `from` (shared, not copied), replacing those of the same types.
+  void copy_annotations(const Node& from);
+
   /// "[Conv] node 'conv1'" — the prefix every message about this node starts with.
   std::string describe() const;
 
@@ -112,7 +131,26 @@ class Node {
   std::vector<Value*> inputs_;
   std::vector<Value*> outputs_;
   std::vector<Attribute> attributes_;
+  std::vector<std::shared_ptr<const NodeAnnotation>> annotations_;
 };
+
+template <class T>
+const T* Node::annotation() const {
+  static_assert(std::is_base_of_v<NodeAnnotation, T>, "annotations derive from NodeAnnotation");
+  for (const auto& a : annotations_) {
+    const NodeAnnotation& held = *a;
+    if (typeid(held) == typeid(T)) return static_cast<const T*>(&held);
+  }
+  return nullptr;
+}
+
+template <class T>
+void Node::remove_annotation() {
+  std::erase_if(annotations_, [](const auto& a) {
+    const NodeAnnotation& held = *a;
+    return typeid(held) == typeid(T);
+  });
+}
 
 /// State that persists across runs of an executable (GraphBuilder::variable): read through the
 /// graph input of its name, written by the graph output `assigned` (an assign), which the

@@ -159,6 +159,8 @@ class Exporter {
       n->set_name(name);
       for (const ir::Value* v : node->inputs()) n->add_input(v ? v->name() : std::string());
       for (const ir::Value* v : node->outputs()) n->add_output(v ? v->name() : std::string());
+      // Annotations (ir/annotation.h) are not written: only a backend's private partition graph
+      // carries them, and those are never exported.
       for (const ir::Attribute& a : node->attributes())
         attribute_to_proto(a, *node, *n->add_attribute());
     }

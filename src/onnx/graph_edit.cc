@@ -99,6 +99,7 @@ DetachedNode GraphEditor::detach(ir::Node* node) {
   d.domain = node->domain();
   d.inputs = node->inputs();
   d.attributes = node->attributes();
+  d.annotations = node->annotations();
   for (const ir::Value* out : node->outputs()) {
     d.output_names.push_back(out->name());
     d.output_types.push_back(out->type());

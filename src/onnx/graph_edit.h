@@ -36,6 +36,7 @@ struct DetachedNode {
   std::string domain;
   std::vector<ir::Value*> inputs;
   std::vector<ir::Attribute> attributes;
+  std::vector<std::shared_ptr<const ir::NodeAnnotation>> annotations;
   std::vector<std::string> output_names;
   std::vector<ir::Type> output_types;
   ir::Node* placeholder = nullptr;

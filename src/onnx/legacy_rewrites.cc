@@ -24,6 +24,7 @@ void require_outputs(const ir::Node& n, size_t count) {
 
 void copy_attributes(const DetachedNode& from, ir::Node& to) {
   for (const ir::Attribute& a : from.attributes) to.set_attribute(a);
+  for (const auto& a : from.annotations) to.annotate(a);
 }
 
 ir::Node* add_shape(RuleContext& c, ir::Graph& g, const std::string& name, ir::Value* of) {

@@ -90,6 +90,63 @@ TEST(Graph, AttributeKindMismatchNamesNode) {
   EXPECT_EQ(n->attr_int("missing", 7), 7);
 }
 
+// Two payloads of different types, as passes declare them beside themselves.
+struct Scale final : NodeAnnotation {
+  explicit Scale(float v) : value(v) {}
+  float value;
+  std::string describe() const override { return "scale=" + std::to_string(value); }
+};
+struct Marker final : NodeAnnotation {
+  std::string describe() const override { return "marker"; }
+};
+
+TEST(Node, AnnotationsAreTypedAndReplacedByType) {
+  Graph g;
+  Node* n = g.add_node("MatMul", "mm", {}, {"y"});
+  EXPECT_EQ(n->annotation<Scale>(), nullptr);
+  EXPECT_TRUE(n->annotations().empty());
+
+  n->annotate(std::make_shared<Scale>(0.5f));
+  n->annotate(std::make_shared<Marker>());
+  ASSERT_NE(n->annotation<Scale>(), nullptr);
+  EXPECT_FLOAT_EQ(n->annotation<Scale>()->value, 0.5f);
+  EXPECT_NE(n->annotation<Marker>(), nullptr);
+  EXPECT_EQ(n->annotations().size(), 2u);
+
+  // Another Scale replaces the first; the Marker stays, and attributes are untouched.
+  n->annotate(std::make_shared<Scale>(2.0f));
+  EXPECT_EQ(n->annotations().size(), 2u);
+  EXPECT_FLOAT_EQ(n->annotation<Scale>()->value, 2.0f);
+  EXPECT_EQ(n->annotation<Scale>()->describe(), "scale=2.000000");
+  EXPECT_TRUE(n->attributes().empty());
+
+  n->remove_annotation<Scale>();
+  EXPECT_EQ(n->annotation<Scale>(), nullptr);
+  EXPECT_NE(n->annotation<Marker>(), nullptr);
+  n->remove_annotation<Scale>();  // absent: nothing happens
+  EXPECT_EQ(n->annotations().size(), 1u);
+}
+
+TEST(Node, CopiedAnnotationsAreSharedAndReplaceThoseOfTheirType) {
+  Graph g;
+  Node* from = g.add_node("Conv", "conv", {}, {"y"});
+  from->annotate(std::make_shared<Scale>(3.0f));
+  from->annotate(std::make_shared<Marker>());
+  Node* to = g.add_node("Conv", "conv_copy", {}, {"z"});
+  to->annotate(std::make_shared<Scale>(1.0f));
+  to->copy_annotations(*from);
+  EXPECT_EQ(to->annotations().size(), 2u);
+  // The same immutable payload, not a copy of it.
+  EXPECT_EQ(to->annotation<Scale>(), from->annotation<Scale>());
+  EXPECT_FLOAT_EQ(to->annotation<Scale>()->value, 3.0f);
+  EXPECT_EQ(to->annotation<Marker>(), from->annotation<Marker>());
+  // The copy outlives the node it came from.
+  g.remove_nodes_if([&](const Node& n) { return &n == from; });
+  EXPECT_FLOAT_EQ(to->annotation<Scale>()->value, 3.0f);
+  to->copy_annotations(*to);
+  EXPECT_EQ(to->annotations().size(), 2u);
+}
+
 TEST(Tensor, OverflowingShapeIsRejected) {
   EXPECT_THROW(checked_numel({int64_t{1} << 40, int64_t{1} << 40}), Error);
   EXPECT_THROW(Tensor(DType::Float32, {-1}), Error);

@@ -267,6 +267,14 @@ ir::Attribute strings_attr(const std::string& name, std::vector<std::string> val
   return a;
 }
 
+std::vector<std::string> private_attributes(const ir::Graph& g) {
+  std::vector<std::string> found;
+  for (const auto& n : g.nodes())
+    for (const ir::Attribute& a : n->attributes())
+      if (a.name.rfind("_sy", 0) == 0) found.push_back(n->name() + ": " + a.name);
+  return found;
+}
+
 std::vector<double> to_doubles(const ir::Tensor& t) {
   std::vector<double> out(static_cast<size_t>(t.numel()));
   for (int64_t i = 0; i < t.numel(); ++i) out[static_cast<size_t>(i)] = t.scalar_as_double(i);

@@ -113,6 +113,9 @@ ir::Tensor bool_scalar(bool value);
 ir::Attribute strings_attr(const std::string& name, std::vector<std::string> values);
 /// Values as doubles (any numeric dtype).
 std::vector<double> to_doubles(const ir::Tensor& t);
+/// "node: attribute" for every attribute of a node of `g` whose name starts with "_sy": the
+/// private attributes fused nodes once carried; passes now attach typed annotations instead.
+std::vector<std::string> private_attributes(const ir::Graph& g);
 
 /// The product of `dims` (1 for none).
 int64_t product(const std::vector<int64_t>& dims);

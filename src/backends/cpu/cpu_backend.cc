@@ -21,8 +21,10 @@ class FusedPartition : public runtime::CompiledPartition {
     std::map<const ir::Node*, const ir::Node*> origin;
     graph_ = backends::clone_partition(p, origin);
     std::vector<runtime::FusionGroup> groups = backends::fuse_gelu(*graph_);
+    using backends::fusion::Activation;
     for (runtime::FusionGroup& g : backends::fuse_conv_epilogues(
-             *graph_, {"Relu", "Sigmoid", "Tanh", "Clip", "HardSwish", "Swish"}))
+             *graph_, {Activation::Relu, Activation::Sigmoid, Activation::Tanh, Activation::Clip,
+                       Activation::HardSwish, Activation::Swish}))
       groups.push_back(std::move(g));
     for (runtime::FusionGroup& g : backends::fuse_matmul_epilogues(*graph_))
       groups.push_back(std::move(g));

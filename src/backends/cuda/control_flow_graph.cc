@@ -116,6 +116,7 @@ std::shared_ptr<ir::Graph> clone_body(const ir::Graph& src, const Scope& outer, 
     ir::Node* c = g->add_node(n->op_type(), n->name(), ins, outs, n->domain());
     c->set_kind_id(n->kind_id());
     for (const ir::Attribute& a : n->attributes()) c->set_attribute(clone_attribute(a, scope, top));
+    c->copy_annotations(*n);
     for (size_t i = 0; i < n->num_outputs(); ++i) {
       c->output(i)->set_type(n->output(i)->type());
       scope.map[n->output(i)] = c->output(i);

@@ -3,7 +3,8 @@
 // take NHWC, while ONNX values are NCHW: without this pass every fp16/bf16 convolution
 // transposes its input in and its output back (two extra passes over memory per conv). The
 // pass marks the 2-D convolutions of a 16-bit float type, and the pools, channel Concats and
-// layout-free elementwise nodes after them, "_sy_layout" = "NHWC": their 4-D activations (Conv's
+// layout-free elementwise nodes after them, with a fusion::ChannelsLast (backends/fusion/
+// payload.h): their 4-D activations (Conv's
 // X, Z and Y, a pool's X and Y) are stored [N, H, W, C] (a Concat's axis is remapped), and
 // explicit Transpose nodes convert where a value enters or leaves the channels-last region. A
 // resnet or mobilenet partition keeps one transpose at its input and one after its global pool;

@@ -26,7 +26,7 @@ ir::Value* add_cast(ir::Graph& g, ir::Value* from, ir::DType to, const std::stri
                            {g.unique_value_name(hint + "_" + std::string(ir::dtype_name(to)))});
   c->set_attribute(ir::Attribute::make_int("to", static_cast<int64_t>(to)));
   if (to == ir::DType::Float16 || to == ir::DType::BFloat16)
-    c->set_attribute(ir::Attribute::make_int(kSaturatingCastAttr, 1));
+    c->annotate(std::make_shared<SaturatingCast>());
   ir::Type t = from->type();
   t.dtype = to;
   c->output(0)->set_type(t);
@@ -97,6 +97,8 @@ ir::Tensor convert_float_tensor(const ir::Tensor& t, ir::DType target) {
   }
   return out;
 }
+
+std::string SaturatingCast::describe() const { return "saturate"; }
 
 std::map<const ir::Node*, std::string> apply_precision(ir::Graph& g, ir::DType target,
                                                        const runtime::KernelRegistry& kernels) {

@@ -22,10 +22,14 @@ namespace switchyard::cuda {
 std::map<const ir::Node*, std::string> apply_precision(ir::Graph& graph, ir::DType target,
                                                        const runtime::KernelRegistry& kernels);
 
-/// The attribute (int 1) on the Casts the rewrite inserts into the narrow type: finite values
-/// beyond its range become its largest finite value, as convert_float_tensor does for constants
-/// (ONNX's own Cast to float16 overflows to infinity, and keeps doing so).
-inline constexpr const char* kSaturatingCastAttr = "_sy_saturate";
+/// The annotation on the Casts the rewrite inserts into the narrow type: the Cast kernel
+/// (kernels/elementwise.cc) turns finite values beyond the target's range into its largest
+/// finite value, with their sign, as convert_float_tensor does for constants (ONNX's own Cast to
+/// float16 overflows to infinity, and keeps doing so); infinities and NaN stay.
+struct SaturatingCast final : ir::NodeAnnotation {
+  /// "saturate".
+  std::string describe() const override;
+};
 
 /// float32 → target with finite values clamped to the target's finite range.
 ir::Tensor convert_float_tensor(const ir::Tensor& t, ir::DType target);

@@ -1,21 +1,17 @@
 // fuse_attention (fusion.h): scaled dot-product attention as exporters write it, after the
 // matmul epilogues, the Transpose folding and the mask fusion have run on the partition:
 //
-//   scores  = MatMul(Q, K) [_sy_alpha: the scale; _sy_perm_a / _sy_perm_b: the head split]
+//   scores  = MatMul(Q, K) [Epilogue alpha: the scale; OperandPermutes: the head split]
 //   masked  = scores | Where(cond, fill, scores) | Where(cond, scores, fill)   (GPT's causal mask)
 //   probs   = Softmax(masked [, additive mask M]) over the last axis
-//   context = MatMul(probs, V) [_sy_perm_b]
+//   context = MatMul(probs, V) [OperandPermutes b]
 //   out     = context | Transpose(context, perm) (the head merge, perm keeping the last axis)
 //
-// becomes one MatMul node (the context's name and kind) with "_sy_attention" = 1, inputs Q, K,
-// V and the mask (M, or cond; absent without one), and attributes
-//   "_sy_perm_q", "_sy_perm_k", "_sy_perm_v" (ints): how each input's dims give the canonical
-//       [batch, heads, sequence, head dim] operand (dim i of it is dim perm[i] of the input);
-//   "_sy_perm_out" (ints, with a head merge): out's dims are the canonical [batch, heads, query,
-//       head dim] result's dims perm[i];
-//   "_sy_alpha" (float): the scale of the scores (1 without one);
-//   "_sy_mask" (string): "add" (M added), "where_true" / "where_false" (the score replaced by
-//       "_sy_mask_fill" (float) where cond is true / false).
+// becomes one MatMul node (the context's name and kind) with inputs Q, K, V and the mask (M, or
+// cond; absent without one) and a fusion::Attention (payload.h): the permutations of Q, K and V
+// to the canonical [batch, heads, sequence, head dim] operands, the head merge's permutation, the
+// scale (1 without one) and the mask's kind (Add: M added; WhereTrue / WhereFalse: the score
+// replaced by the fill where cond is true / false).
 // It fires only for rank-4 operands of one of the rules' dtypes whose head dim is innermost in
 // Q, K and V (the kernel reads rows of it), every absorbed value read once inside the pattern
 // and no graph output; the kernel checks the run-time shapes (batch dims broadcast as MatMul's).
@@ -31,6 +27,7 @@ namespace switchyard::backends {
 
 namespace {
 
+using fusion::Activation;
 using pattern::is_onnx_op;
 using pattern::remove_node;
 using pattern::sole_reader;
@@ -45,16 +42,24 @@ bool rank4(const ir::Value* v) {
   return v && v->type().is_tensor() && v->type().has_rank() && v->type().rank() == 4;
 }
 
-// A plain MatMul of two rank-4 operands (epilogue attributes other than `allowed` refused).
+// A plain MatMul of two rank-4 operands: no fused activation, and no folded scale unless
+// `allow_alpha` (its epilogue then holds nothing but the scale: the bias is a third input).
 bool plain_matmul(const ir::Node& n, bool allow_alpha) {
   if (!is_onnx_op(n, "MatMul") || n.num_inputs() != 2 || n.num_outputs() != 1) return false;
-  if (n.has_attribute(kFusedActivationAttr) || n.has_attribute(kFusedAttentionAttr)) return false;
-  if (!allow_alpha && n.has_attribute(kFusedAlphaAttr)) return false;
+  const fusion::Epilogue* epilogue = n.annotation<fusion::Epilogue>();
+  if ((epilogue && epilogue->activation != Activation::None) || n.annotation<fusion::Attention>())
+    return false;
+  if (!allow_alpha && epilogue) return false;
   return rank4(n.input(0)) && rank4(n.input(1));
 }
 
-std::vector<int64_t> perm_of(const ir::Node& n, const char* attr) {
-  std::vector<int64_t> p = n.attr_ints(attr, kIdentity4);
+// The folded permutation of operand A (`a`) or B of `n`: the identity when none folded, empty
+// when it is not of rank 4.
+std::vector<int64_t> perm_of(const ir::Node& n, bool a) {
+  const fusion::OperandPermutes* permutes = n.annotation<fusion::OperandPermutes>();
+  const std::vector<int64_t> none;
+  const std::vector<int64_t>& p = permutes ? (a ? permutes->a : permutes->b) : none;
+  if (p.empty()) return kIdentity4;
   return p.size() == 4 ? p : std::vector<int64_t>{};
 }
 
@@ -74,14 +79,15 @@ struct Match {
   ir::Node* context = nullptr;
   ir::Node* merge = nullptr;
   ir::Value* mask = nullptr;
-  std::string mask_kind;
+  fusion::Attention::Mask mask_kind = fusion::Attention::Mask::None;
   float fill = 0;
   std::vector<int64_t> perm_q, perm_k, perm_v, perm_out;
 };
 
 // The pattern ending in the context MatMul `ctx`, or false.
 bool match_at(const ir::Graph& g, ir::Node* ctx, const AttentionRules& rules, Match& m) {
-  if (!plain_matmul(*ctx, false) || ctx->has_attribute(kFusedPermAAttr)) return false;
+  const fusion::OperandPermutes* ctx_permutes = ctx->annotation<fusion::OperandPermutes>();
+  if (!plain_matmul(*ctx, false) || (ctx_permutes && !ctx_permutes->a.empty())) return false;
   const ir::DType dtype = ctx->output(0)->type().dtype;
   if (!has_dtype(rules, dtype)) return false;
   m.context = ctx;
@@ -97,7 +103,7 @@ bool match_at(const ir::Graph& g, ir::Node* ctx, const AttentionRules& rules, Ma
     const ir::Type& mt = sm->input(1)->type();
     if (!mt.is_tensor() || mt.dtype != dtype || !mt.has_rank() || mt.rank() > 4) return false;
     m.mask = sm->input(1);
-    m.mask_kind = "add";
+    m.mask_kind = fusion::Attention::Mask::Add;
   }
   // masked: the scores, or a Where over them (not with an additive mask too).
   ir::Value* s = sm->input(0);
@@ -115,7 +121,8 @@ bool match_at(const ir::Graph& g, ir::Node* ctx, const AttentionRules& rules, Ma
       if (!kept || !fill_value(p->input(static_cast<size_t>(3 - keep)), fill)) continue;
       m.where = p;
       m.mask = cond;
-      m.mask_kind = keep == 2 ? "where_true" : "where_false";
+      m.mask_kind =
+          keep == 2 ? fusion::Attention::Mask::WhereTrue : fusion::Attention::Mask::WhereFalse;
       m.fill = fill;
       s = kept;
     }
@@ -129,9 +136,9 @@ bool match_at(const ir::Graph& g, ir::Node* ctx, const AttentionRules& rules, Ma
       ctx->input(1)->type().dtype != dtype)
     return false;
   m.scores = sc;
-  m.perm_q = perm_of(*sc, kFusedPermAAttr);
-  const std::vector<int64_t> kt = perm_of(*sc, kFusedPermBAttr);
-  m.perm_v = perm_of(*ctx, kFusedPermBAttr);
+  m.perm_q = perm_of(*sc, true);
+  const std::vector<int64_t> kt = perm_of(*sc, false);
+  m.perm_v = perm_of(*ctx, false);
   if (m.perm_q.empty() || kt.empty() || m.perm_v.empty()) return false;
   // Kᵀ is [b, h, d, s]: the canonical K [b, h, s, d] swaps its last two dims.
   m.perm_k = {kt[0], kt[1], kt[3], kt[2]};
@@ -161,7 +168,15 @@ void rewrite(ir::Graph& g, const Match& m) {
   const int kind = m.context->kind_id();
   std::vector<ir::Value*> inputs = {m.scores->input(0), m.scores->input(1), m.context->input(1)};
   if (m.mask) inputs.push_back(m.mask);
-  const float alpha = m.scores->attr_float(kFusedAlphaAttr, 1.0f);
+  const fusion::Epilogue* scale = m.scores->annotation<fusion::Epilogue>();
+  auto attention = std::make_shared<fusion::Attention>();
+  attention->perm_q = m.perm_q;
+  attention->perm_k = m.perm_k;
+  attention->perm_v = m.perm_v;
+  if (m.merge) attention->perm_out = m.perm_out;
+  attention->alpha = scale ? scale->alpha : 1.0f;
+  attention->mask = m.mask_kind;
+  if (m.where) attention->mask_fill = m.fill;
   // Park the readers on a placeholder so the nodes can go and free the output's name.
   ir::Node* hold = g.add_node("Identity", "", {}, {g.unique_value_name(out_name + "_fusing")});
   g.replace_all_uses(out, hold->output(0));
@@ -173,16 +188,7 @@ void rewrite(ir::Graph& g, const Match& m) {
   ir::Node* fused = g.add_node(op, name, inputs, {out_name}, domain);
   fused->set_kind_id(kind);
   fused->output(0)->set_type(out_type);
-  fused->set_attribute(ir::Attribute::make_int(kFusedAttentionAttr, 1));
-  fused->set_attribute(ir::Attribute::make_ints(kFusedPermQAttr, m.perm_q));
-  fused->set_attribute(ir::Attribute::make_ints(kFusedPermKAttr, m.perm_k));
-  fused->set_attribute(ir::Attribute::make_ints(kFusedPermVAttr, m.perm_v));
-  if (m.merge) fused->set_attribute(ir::Attribute::make_ints(kFusedPermOutAttr, m.perm_out));
-  fused->set_attribute(ir::Attribute::make_float(kFusedAlphaAttr, alpha));
-  if (m.mask) {
-    fused->set_attribute(ir::Attribute::make_string(kFusedMaskAttr, m.mask_kind));
-    if (m.where) fused->set_attribute(ir::Attribute::make_float(kFusedMaskFillAttr, m.fill));
-  }
+  fused->annotate(std::move(attention));
   g.replace_all_uses(hold->output(0), fused->output(0));
   remove_node(g, hold);
 }

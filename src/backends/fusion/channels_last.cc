@@ -1,6 +1,7 @@
 // The channels-last rewrite of a partition's private graph (fusion.h: apply_channels_last). One
-// forward walk in topological order: a node joins the channels-last region when its kernel reads
-// "_sy_layout" NHWC and its inputs allow it; each NCHW value it reads gets one NHWC twin (a
+// forward walk in topological order: a node joins the channels-last region (and gets a
+// fusion::ChannelsLast, payload.h) when its kernel reads that layout and its inputs allow it;
+// each NCHW value it reads gets one NHWC twin (a
 // Transpose, made once and shared), and each value it writes gets a Transpose back under the
 // value's own name, which is dropped again when no NCHW reader remains.
 #include "backends/fusion/fusion.h"
@@ -66,7 +67,7 @@ class ChannelsLast {
  private:
   // Whether `n` joins the region, and which of its inputs it then reads channels-last.
   bool joins(const ir::Node& n, std::vector<size_t>& layout_inputs) const {
-    if (!is_onnx(n) || n.has_attribute("_sy_layout") || n.num_outputs() < 1) return false;
+    if (!is_onnx(n) || n.annotation<fusion::ChannelsLast>() || n.num_outputs() < 1) return false;
     const std::string& op = n.op_type();
     const ops::OpTraits& traits = ops::traits(n);
     if (op == "Conv") {
@@ -189,6 +190,7 @@ class ChannelsLast {
     const std::string name = n->name(), op = n->op_type(), domain = n->domain();
     const int kind = n->kind_id();
     const std::vector<ir::Attribute> attributes = n->attributes();
+    const auto annotations = n->annotations();
     ir::Value* y = n->output(0);
     const ir::Type y_type = y->type();
     const bool y_read = !y->uses().empty() || g_.is_output(y);
@@ -198,7 +200,8 @@ class ChannelsLast {
     ir::Node* c = g_.add_node(op, name, inputs, {y_name}, domain);
     c->set_kind_id(kind);
     for (const ir::Attribute& a : attributes) c->set_attribute(a);
-    c->set_attribute(ir::Attribute::make_string("_sy_layout", "NHWC"));
+    for (const auto& a : annotations) c->annotate(a);
+    c->annotate(std::make_shared<fusion::ChannelsLast>());
     if (op == "Concat") {
       // NCHW axis a is NHWC axis i where kToChannelsLast[i] == a.
       int64_t axis = c->attr_int("axis");

@@ -3,8 +3,8 @@
 // into one Conv node that the Conv kernels run as Y = act(conv(X, W) + B + Z): an Add of
 // a per-channel constant ([K,1,1], [1,K,1,1], a scalar) is folded into B, an Add of a tensor of
 // the conv output's shape becomes the residual input Z (input 3), and the activation becomes
-// the "_sy_activation" attribute — for a Clip whose bounds are constant scalars (or absent),
-// with "_sy_clip_min" / "_sy_clip_max" (mobilenet_v2's ReLU6 is Clip(0, 6)). resnet50's
+// the Conv's fusion::Epilogue (payload.h) — for a Clip whose bounds are constant scalars (or
+// absent), with its clip_min / clip_max (mobilenet_v2's ReLU6 is Clip(0, 6)). resnet50's
 // bottleneck (conv+bn folded by the exporter) gives Conv -> Relu and Conv -> Add -> Relu. A node is
 // absorbed only when the value it reads from the chain has that node as its one reader and is not a
 // graph output.
@@ -22,6 +22,7 @@ namespace switchyard::backends {
 
 namespace {
 
+using fusion::Activation;
 using pattern::is_float;
 using pattern::is_onnx_op;
 using pattern::remove_node;
@@ -78,8 +79,8 @@ struct Chain {
   std::vector<ir::Node*> absorbed;          // in chain order
   std::optional<std::vector<double>> bias;  // the folded B (conv bias plus added constants)
   ir::Value* residual = nullptr;
-  std::string activation;
-  float clip_lo = 0, clip_hi = 0;  // activation "Clip"
+  Activation activation = Activation::None;
+  float clip_lo = 0, clip_hi = 0;  // activation Clip
 };
 
 // Clip's bound at input `i` as a float: `fallback` when absent, nullopt when it is not a
@@ -111,11 +112,11 @@ std::pair<ir::Node*, ir::Node*> swish_after(const ir::Graph& g, const ir::Value*
   return operands ? std::pair{sig, mul} : std::pair<ir::Node*, ir::Node*>{nullptr, nullptr};
 }
 
-bool allowed(const std::vector<std::string>& activations, const char* name) {
-  return std::find(activations.begin(), activations.end(), name) != activations.end();
+bool allowed(const std::vector<Activation>& activations, Activation a) {
+  return std::find(activations.begin(), activations.end(), a) != activations.end();
 }
 
-Chain find_chain(const ir::Graph& g, ir::Node* conv, const std::vector<std::string>& activations) {
+Chain find_chain(const ir::Graph& g, ir::Node* conv, const std::vector<Activation>& activations) {
   Chain chain;
   ir::Value* conv_out = conv->output(0);
   const ir::Type& out_type = conv_out->type();
@@ -153,27 +154,30 @@ Chain find_chain(const ir::Graph& g, ir::Node* conv, const std::vector<std::stri
     chain.absorbed.push_back(n);
     cur = n->output(0);
   }
-  if (allowed(activations, "Swish")) {
+  if (allowed(activations, Activation::Swish)) {
     auto [sig, mul] = swish_after(g, cur);
     if (sig && same_shape(mul->output(0)->type(), out_type)) {
-      chain.activation = "Swish";
+      chain.activation = Activation::Swish;
       chain.absorbed.push_back(sig);
       chain.absorbed.push_back(mul);
     }
   }
-  if (ir::Node* n = chain.activation.empty() ? sole_reader(g, cur) : nullptr) {
-    for (const char* act : {"Relu", "Sigmoid", "Tanh", "HardSwish"})
-      if (allowed(activations, act) && is_onnx_op(*n, act) && n->num_inputs() == 1 &&
-          n->num_outputs() == 1 && same_shape(n->output(0)->type(), out_type)) {
+  if (ir::Node* n = chain.activation == Activation::None ? sole_reader(g, cur) : nullptr) {
+    for (Activation act :
+         {Activation::Relu, Activation::Sigmoid, Activation::Tanh, Activation::HardSwish})
+      if (allowed(activations, act) && is_onnx_op(*n, fusion::activation_name(act)) &&
+          n->num_inputs() == 1 && n->num_outputs() == 1 &&
+          same_shape(n->output(0)->type(), out_type)) {
         chain.activation = act;
         chain.absorbed.push_back(n);
         break;
       }
-    if (chain.activation.empty() && allowed(activations, "Clip") && is_onnx_op(*n, "Clip") &&
-        n->num_outputs() == 1 && same_shape(n->output(0)->type(), out_type)) {
+    if (chain.activation == Activation::None && allowed(activations, Activation::Clip) &&
+        is_onnx_op(*n, "Clip") && n->num_outputs() == 1 &&
+        same_shape(n->output(0)->type(), out_type)) {
       std::optional<float> lo = clip_bound(*n, 1, -INFINITY), hi = clip_bound(*n, 2, INFINITY);
       if (lo && hi && *lo <= *hi) {
-        chain.activation = "Clip";
+        chain.activation = Activation::Clip;
         chain.clip_lo = *lo;
         chain.clip_hi = *hi;
         chain.absorbed.push_back(n);
@@ -193,6 +197,7 @@ void fuse(ir::Graph& g, ir::Node* conv, const Chain& chain) {
   const std::string name = conv->name();
   const int kind = conv->kind_id();
   const std::vector<ir::Attribute> attributes = conv->attributes();
+  const auto annotations = conv->annotations();
   ir::Value* x = conv->input(0);
   ir::Value* w = conv->input(1);
   ir::Value* b = conv->input(2);
@@ -214,11 +219,15 @@ void fuse(ir::Graph& g, ir::Node* conv, const Chain& chain) {
   fused->set_kind_id(kind);
   fused->output(0)->set_type(out_type);
   for (const ir::Attribute& a : attributes) fused->set_attribute(a);
-  if (!chain.activation.empty())
-    fused->set_attribute(ir::Attribute::make_string(kFusedActivationAttr, chain.activation));
-  if (chain.activation == "Clip") {
-    fused->set_attribute(ir::Attribute::make_float(kFusedClipMinAttr, chain.clip_lo));
-    fused->set_attribute(ir::Attribute::make_float(kFusedClipMaxAttr, chain.clip_hi));
+  for (const auto& a : annotations) fused->annotate(a);
+  if (chain.activation != Activation::None) {
+    auto epilogue = std::make_shared<fusion::Epilogue>();
+    epilogue->activation = chain.activation;
+    if (chain.activation == Activation::Clip) {
+      epilogue->clip_min = chain.clip_lo;
+      epilogue->clip_max = chain.clip_hi;
+    }
+    fused->annotate(std::move(epilogue));
   }
   g.replace_all_uses(hold->output(0), fused->output(0));
   remove_node(g, hold);
@@ -226,13 +235,13 @@ void fuse(ir::Graph& g, ir::Node* conv, const Chain& chain) {
 
 }  // namespace
 
-std::vector<runtime::FusionGroup> fuse_conv_epilogues(ir::Graph& graph,
-                                                      const std::vector<std::string>& activations) {
+std::vector<runtime::FusionGroup> fuse_conv_epilogues(
+    ir::Graph& graph, const std::vector<fusion::Activation>& activations) {
   std::vector<runtime::FusionGroup> groups;
   std::vector<ir::Node*> convs;
   for (const auto& n : graph.nodes())
     if (is_onnx_op(*n, "Conv") && n->num_outputs() == 1 && n->num_inputs() >= 2 &&
-        n->num_inputs() <= 3 && !n->has_attribute(kFusedActivationAttr))
+        n->num_inputs() <= 3 && !n->annotation<fusion::Epilogue>())
       convs.push_back(n.get());
   bool changed = false;
   for (ir::Node* conv : convs) {

@@ -1,11 +1,11 @@
 // fuse_matmul_epilogues (fusion.h): on a partition's private graph (cpu and cuda), folds
 //   MatMul → Div | Mul(scalar) → Add(bias) → Relu | Gelu   (each optional, not all absent)
 //   Gemm → Relu | Gelu
-// into the MatMul / Gemm node: the scale becomes MatMul's "_sy_alpha" attribute (cuBLASLt's
-// alpha: attention's scores / sqrt(d) costs no pass of its own), the bias its input 2, the
-// activation its "_sy_activation" attribute (matmul.cc runs all three). The bias is a 1-D float
+// into the MatMul / Gemm node: the scale becomes the alpha of its fusion::Epilogue (payload.h;
+// cuBLASLt's alpha: attention's scores / sqrt(d) costs no pass of its own), the bias its input 2,
+// the activation the Epilogue's activation (matmul.cc runs all three). The bias is a 1-D float
 // constant (or graph input) of length N, B's static last dim, with the MatMul's dtype, in either
-// Add operand order. Gelu is fused in its exact (erf) form, and in its tanh form ("GeluTanh")
+// Add operand order. Gelu is fused in its exact (erf) form, and in its tanh form (GeluTanh)
 // where the backend's kernel asks for it (cuBLASLt's GELU epilogue is that form). A node is
 // absorbed only when the value it reads from the chain has that one use and is not a graph output;
 // the chain's last value is replaced by the MatMul/Gemm output everywhere (graph outputs included).
@@ -24,8 +24,7 @@ namespace switchyard::backends {
 
 namespace {
 
-constexpr const char* kActivationAttr = kFusedActivationAttr;
-constexpr const char* kAlphaAttr = kFusedAlphaAttr;
+using fusion::Activation;
 
 bool is_op(const ir::Node& node, ops::OpKind kind) {
   if (node.kind_id() >= 0) return node.kind_id() == static_cast<int>(kind);
@@ -84,22 +83,22 @@ std::optional<double> scale_factor(const ir::Node& node, const ir::Value* from) 
   return div ? 1.0 / v : v;
 }
 
-// "Relu", "Gelu" or (with tanh_gelu) "GeluTanh" when `node` is an activation the matmul kernels
-// apply exactly, else "".
-std::string activation_name(const ir::Node& node, bool tanh_gelu) {
-  if (node.num_inputs() != 1 || node.num_outputs() != 1) return "";
-  if (is_op(node, ops::OpKind::Relu)) return "Relu";
-  if (!is_op(node, ops::OpKind::Gelu)) return "";
+// Relu, Gelu or (with tanh_gelu) GeluTanh when `node` is an activation the matmul kernels
+// apply exactly, else None.
+Activation activation_of(const ir::Node& node, bool tanh_gelu) {
+  if (node.num_inputs() != 1 || node.num_outputs() != 1) return Activation::None;
+  if (is_op(node, ops::OpKind::Relu)) return Activation::Relu;
+  if (!is_op(node, ops::OpKind::Gelu)) return Activation::None;
   const std::string approximate = node.attr_string("approximate", "none");
-  if (approximate == "none") return "Gelu";
-  if (approximate == "tanh" && tanh_gelu) return "GeluTanh";
-  return "";
+  if (approximate == "none") return Activation::Gelu;
+  if (approximate == "tanh" && tanh_gelu) return Activation::GeluTanh;
+  return Activation::None;
 }
 
 // The activation reading `v` (its one use), or nullptr.
 ir::Node* activation_after(const ir::Graph& graph, const ir::Value* v, bool tanh_gelu) {
   ir::Node* next = sole_consumer(graph, v);
-  return next && !activation_name(*next, tanh_gelu).empty() ? next : nullptr;
+  return next && activation_of(*next, tanh_gelu) != Activation::None ? next : nullptr;
 }
 
 }  // namespace
@@ -112,7 +111,9 @@ std::vector<runtime::FusionGroup> fuse_matmul_epilogues(ir::Graph& graph, bool t
   for (ir::Node* node : nodes) {
     const bool matmul = is_op(*node, ops::OpKind::MatMul) && node->num_inputs() == 2;
     const bool gemm = is_op(*node, ops::OpKind::Gemm);
-    if ((!matmul && !gemm) || node->num_outputs() != 1 || node->has_attribute(kActivationAttr))
+    const fusion::Epilogue* fused = node->annotation<fusion::Epilogue>();
+    if ((!matmul && !gemm) || node->num_outputs() != 1 ||
+        (fused && fused->activation != Activation::None))
       continue;
     ir::Value* out = node->output(0);
     if (!is_float_tensor(out)) continue;
@@ -143,12 +144,13 @@ std::vector<runtime::FusionGroup> fuse_matmul_epilogues(ir::Graph& graph, bool t
       if (n) group.members.push_back(n->name());
     groups.push_back(std::move(group));
 
-    if (scale)
-      node->set_attribute(ir::Attribute::make_float(kAlphaAttr, static_cast<float>(*alpha)));
+    if (scale || act) {
+      auto epilogue = std::make_shared<fusion::Epilogue>(fused ? *fused : fusion::Epilogue());
+      if (scale) epilogue->alpha = static_cast<float>(*alpha);
+      if (act) epilogue->activation = activation_of(*act, tanh_gelu);
+      node->annotate(std::move(epilogue));
+    }
     if (add) node->add_input(bias);
-    if (act)
-      node->set_attribute(
-          ir::Attribute::make_string(kActivationAttr, activation_name(*act, tanh_gelu)));
     graph.replace_all_uses(tail, out);
     // Detach the absorbed nodes first, so that erasing them leaves no orphaned values.
     for (ir::Node* gone : {scale, add, act}) {

@@ -1,8 +1,8 @@
 // fold_transposes_into_matmul (fusion.h): a Transpose whose one reader is a MatMul operand of a
 // dtype the backend's kernel reads permuted (the cpu: float32), of the same rank as the other
 // operand (attention's head split of Q and V, and
-// [B, S, H, D] -> [B, H, D, S] for K) is folded into that MatMul as "_sy_perm_a" /
-// "_sy_perm_b": the kernel reads the operand through the permuted strides instead of a copy.
+// [B, S, H, D] -> [B, H, D, S] for K) is folded into that MatMul as its fusion::OperandPermutes
+// (payload.h): the kernel reads the operand through the permuted strides instead of a copy.
 // Only permutations that leave the operand's innermost axis among the product's two matrix
 // dims fold (one of them then has unit stride, which oneDNN's GEMM kernels need).
 #include <algorithm>
@@ -56,7 +56,7 @@ std::vector<runtime::FusionGroup> fold_transposes_into_matmul(
   std::vector<ir::Node*> matmuls;
   for (const auto& n : graph.nodes())
     if (is_onnx_op(*n, "MatMul") && n->num_outputs() == 1 && n->num_inputs() >= 2 && n->input(0) &&
-        n->input(1) && !n->has_attribute(kFusedPermAAttr) && !n->has_attribute(kFusedPermBAttr))
+        n->input(1) && !n->annotation<fusion::OperandPermutes>())
       matmuls.push_back(n.get());
   bool changed = false;
   for (ir::Node* mm : matmuls) {
@@ -68,6 +68,7 @@ std::vector<runtime::FusionGroup> fold_transposes_into_matmul(
     // Copied: folding input 0 removes the Transpose that owns its type.
     const int64_t rank = ta.rank();
     runtime::FusionGroup group{{mm->name()}};
+    auto permutes = std::make_shared<fusion::OperandPermutes>();
     for (size_t i = 0; i < 2; ++i) {
       ir::Value* v = mm->input(i);
       std::vector<int64_t> perm = foldable_perm(graph, v, mm, rank, ta.dtype);
@@ -75,11 +76,14 @@ std::vector<runtime::FusionGroup> fold_transposes_into_matmul(
       ir::Node* transpose = v->producer();
       group.members.push_back(transpose->name());
       mm->set_input(i, transpose->input(0));
-      mm->set_attribute(ir::Attribute::make_ints(i == 0 ? kFusedPermAAttr : kFusedPermBAttr, perm));
+      (i == 0 ? permutes->a : permutes->b) = std::move(perm);
       graph.remove_nodes_if([&](const ir::Node& n) { return &n == transpose; });
       changed = true;
     }
-    if (group.members.size() > 1) groups.push_back(std::move(group));
+    if (group.members.size() > 1) {
+      mm->annotate(std::move(permutes));
+      groups.push_back(std::move(group));
+    }
   }
   if (changed) graph.sort_topologically();
   return groups;

@@ -2,7 +2,7 @@
 //
 //   fuse_norm_activation:     BatchNormalization (inference) -> Relu
 //       one BatchNormalization whose kernel applies the ReLU in the same pass
-//       ("_sy_activation" = "Relu"): DenseNet's pre-activation BN -> ReLU -> Conv, where the
+//       (a fusion::Epilogue of Relu): DenseNet's pre-activation BN -> ReLU -> Conv, where the
 //       ReLU cannot become a post-op of the convolution that follows.
 //   fuse_residual_layernorm:  Add(X, Z) -> LayerNormalization (last axis, one output)
 //       one LayerNormalization with Z as input 3: Y = LN(X + Z), BERT's residual sum.
@@ -29,8 +29,8 @@ using pattern::same_shape;
 using pattern::sole_reader;
 
 // Replaces `first -> second` (second reads first's only output) by one node with `inputs` that
-// produces second's output value (name, type, readers) and takes `keep`'s op type, name and
-// attributes (`keep` is first or second).
+// produces second's output value (name, type, readers) and takes `keep`'s op type, name,
+// attributes and annotations (`keep` is first or second).
 ir::Node* replace_pair(ir::Graph& g, ir::Node* first, ir::Node* second, const ir::Node* keep,
                        std::vector<ir::Value*> inputs) {  // a copy: it may be first's inputs
   ir::Value* out = second->output(0);
@@ -39,6 +39,7 @@ ir::Node* replace_pair(ir::Graph& g, ir::Node* first, ir::Node* second, const ir
   const std::string name = keep->name(), op = keep->op_type(), domain = keep->domain();
   const int kind = keep->kind_id();
   const std::vector<ir::Attribute> attributes = keep->attributes();
+  const auto annotations = keep->annotations();
   // Park the readers on a placeholder so both nodes can go and free the output's name.
   ir::Node* hold = g.add_node("Identity", "", {}, {g.unique_value_name(out_name + "_fusing")});
   g.replace_all_uses(out, hold->output(0));
@@ -48,6 +49,7 @@ ir::Node* replace_pair(ir::Graph& g, ir::Node* first, ir::Node* second, const ir
   fused->set_kind_id(kind);
   fused->output(0)->set_type(out_type);
   for (const ir::Attribute& a : attributes) fused->set_attribute(a);
+  for (const auto& a : annotations) fused->annotate(a);
   g.replace_all_uses(hold->output(0), fused->output(0));
   remove_node(g, hold);
   return fused;
@@ -75,7 +77,7 @@ std::vector<runtime::FusionGroup> fuse_norm_activation(ir::Graph& graph) {
   std::vector<std::pair<ir::Node*, ir::Node*>> pairs;
   for (const auto& n : graph.nodes()) {
     if (!is_onnx_op(*n, "BatchNormalization") || n->num_outputs() != 1 ||
-        n->attr_int("training_mode", 0) != 0 || n->has_attribute(kFusedActivationAttr))
+        n->attr_int("training_mode", 0) != 0 || n->annotation<fusion::Epilogue>())
       continue;
     ir::Node* relu = sole_reader(graph, n->output(0));
     if (!relu || !is_onnx_op(*relu, "Relu") || relu->num_outputs() != 1) continue;
@@ -86,7 +88,9 @@ std::vector<runtime::FusionGroup> fuse_norm_activation(ir::Graph& graph) {
     groups.push_back({{norm->name(), relu->name()}});
     // The normalization takes the ReLU's place: its op, name and attributes, the ReLU's value.
     ir::Node* fused = replace_pair(graph, norm, relu, norm, norm->inputs());
-    fused->set_attribute(ir::Attribute::make_string(kFusedActivationAttr, "Relu"));
+    auto epilogue = std::make_shared<fusion::Epilogue>();
+    epilogue->activation = fusion::Activation::Relu;
+    fused->annotate(std::move(epilogue));
   }
   if (!pairs.empty()) graph.sort_topologically();
   return groups;

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "backends/cuda/layout.h"
+#include "backends/fusion/payload.h"
 #include "ir/check.h"
 #include "ops/shape_inference.h"
 #include "support/op_test_util.h"
@@ -31,7 +32,7 @@ std::vector<int64_t> dims_of(const ir::Value* v) {
 bool channels_last(const ir::Graph& g, const std::string& name) {
   const ir::Node* n = g.find_node(name);
   EXPECT_NE(n, nullptr) << name;
-  return n && n->attr_string("_sy_layout", "") == "NHWC";
+  return n && n->annotation<backends::fusion::ChannelsLast>() != nullptr;
 }
 
 size_t count_op(const ir::Graph& g, const std::string& op) {
@@ -60,7 +61,9 @@ struct SmallCnn {
     ir::Value* w1 = g.add_constant("W1", random_tensor(dtype, {8, 8, 1, 1}, 2));
     ir::Node* stem = g.add_node("Conv", "stem", {x, w0}, {"y1"});
     stem->set_attribute(ir::Attribute::make_ints("pads", {1, 1, 1, 1}));
-    stem->set_attribute(ir::Attribute::make_string("_sy_activation", "Relu"));
+    auto relu = std::make_shared<backends::fusion::Epilogue>();
+    relu->activation = backends::fusion::Activation::Relu;
+    stem->annotate(relu);
     ir::Node* pool = max_pool_2x2(g, stem->output(0), {"p"});
     pool->set_attribute(ir::Attribute::make_ints("strides", {2, 2}));
     ir::Value* p = pool->output(0);
@@ -95,7 +98,13 @@ TEST(CudaChannelsLast, ConvPoolRegionHasOneTransposeInAndOnePerExit) {
   EXPECT_EQ(stem->input(0)->producer()->attr_ints("perm"), (std::vector<int64_t>{0, 2, 3, 1}));
   EXPECT_EQ(dims_of(stem->input(0)), (std::vector<int64_t>{2, 16, 16, 3}));
   EXPECT_EQ(dims_of(stem->output(0)), (std::vector<int64_t>{2, 16, 16, 8}));
-  EXPECT_EQ(stem->attr_string("_sy_activation"), "Relu");  // attributes carried over
+  // Attributes and annotations carried over.
+  EXPECT_EQ(stem->attr_ints("pads"), (std::vector<int64_t>{1, 1, 1, 1}));
+  ASSERT_NE(stem->annotation<backends::fusion::Epilogue>(), nullptr);
+  EXPECT_EQ(stem->annotation<backends::fusion::Epilogue>()->activation,
+            backends::fusion::Activation::Relu);
+  EXPECT_EQ(stem->annotation<backends::fusion::ChannelsLast>()->describe(), "layout=NHWC");
+  EXPECT_EQ(testing::private_attributes(m.g), std::vector<std::string>{});
 
   // c1 reads the pool's channels-last output as X and as the residual Z.
   const ir::Node* c1 = m.g.find_node("c1");

@@ -115,6 +115,11 @@ TEST(CudaPrecision, PostNormResidualStreamStaysFloat32) {
   EXPECT_EQ(node(g, "mm1")->input(1)->type().dtype, ir::DType::BFloat16);
   ASSERT_NE(cast_of(node(g, "mm2")->input(0), ir::DType::BFloat16), nullptr);
   EXPECT_EQ(cast_of(node(g, "mm2")->input(0), ir::DType::BFloat16)->input(0), y);
+  // Casts into bf16 saturate (finite values beyond its range stay finite); widening ones need not.
+  EXPECT_NE(cast_of(node(g, "mm2")->input(0), ir::DType::BFloat16)->annotation<SaturatingCast>(),
+            nullptr);
+  EXPECT_EQ(cast_of(residual->input(1), ir::DType::Float32)->annotation<SaturatingCast>(), nullptr);
+  EXPECT_EQ(testing::private_attributes(g), std::vector<std::string>{});
   // Erf (no bf16 kernel) between casts.
   EXPECT_NE(cast_of(node(g, "erf")->input(0), ir::DType::Float32), nullptr);
   EXPECT_NE(cast_of(node(g, "relu")->input(0), ir::DType::BFloat16), nullptr);

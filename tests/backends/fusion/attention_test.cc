@@ -1,7 +1,7 @@
 // The attention fusion (backends/fusion/attention.cc), checked on the graph it produces after
 // the passes that run before it in a CUDA partition (matmul epilogues, Transpose folding, the
 // mask fusion): BERT's attention (head split, scale, additive mask, head merge) and GPT's
-// (Where with -inf) become one MatMul with "_sy_attention"; patterns that differ are left
+// (Where with -inf) become one MatMul with a fusion::Attention; patterns that differ are left
 // alone. Needs no GPU (the harness and tests/gpu/transformer_fusion_test.cc check the kernel).
 #include <gtest/gtest.h>
 
@@ -17,6 +17,7 @@ namespace switchyard::backends {
 namespace {
 
 using ir::DType;
+using Mask = fusion::Attention::Mask;
 
 ir::Type tensor(DType dtype, std::vector<int64_t> dims) {
   ir::Shape s;
@@ -106,18 +107,25 @@ TEST(AttentionFusion, BertAttentionBecomesOneNode) {
   ASSERT_NE(n, nullptr);
   EXPECT_EQ(n->name(), "context");
   EXPECT_EQ(n->op_type(), "MatMul");
-  EXPECT_EQ(n->attr_int(kFusedAttentionAttr), 1);
+  const fusion::Attention* a = n->annotation<fusion::Attention>();
+  ASSERT_NE(a, nullptr);
   ASSERT_EQ(n->num_inputs(), 4u);
   EXPECT_EQ(n->input(0)->name(), "q");
   EXPECT_EQ(n->input(1)->name(), "k");
   EXPECT_EQ(n->input(2)->name(), "v");
   EXPECT_EQ(n->input(3)->name(), "mask");
-  EXPECT_EQ(n->attr_ints(kFusedPermQAttr), (std::vector<int64_t>{0, 2, 1, 3}));
-  EXPECT_EQ(n->attr_ints(kFusedPermKAttr), (std::vector<int64_t>{0, 2, 1, 3}));
-  EXPECT_EQ(n->attr_ints(kFusedPermVAttr), (std::vector<int64_t>{0, 2, 1, 3}));
-  EXPECT_EQ(n->attr_ints(kFusedPermOutAttr), (std::vector<int64_t>{0, 2, 1, 3}));
-  EXPECT_FLOAT_EQ(n->attr_float(kFusedAlphaAttr), 0.375f);
-  EXPECT_EQ(n->attr_string(kFusedMaskAttr), "add");
+  EXPECT_EQ(a->perm_q, (std::vector<int64_t>{0, 2, 1, 3}));
+  EXPECT_EQ(a->perm_k, (std::vector<int64_t>{0, 2, 1, 3}));
+  EXPECT_EQ(a->perm_v, (std::vector<int64_t>{0, 2, 1, 3}));
+  EXPECT_EQ(a->perm_out, (std::vector<int64_t>{0, 2, 1, 3}));
+  EXPECT_FLOAT_EQ(a->alpha, 0.375f);
+  EXPECT_EQ(a->mask, Mask::Add);
+  EXPECT_EQ(a->describe(),
+            "attention perm_q=[0, 2, 1, 3] perm_k=[0, 2, 1, 3] perm_v=[0, 2, 1, 3] "
+            "perm_out=[0, 2, 1, 3] alpha=0.375 mask=add");
+  // The scores' epilogue and the operands' permutations are the attention's now.
+  EXPECT_EQ(n->annotations().size(), 1u);
+  EXPECT_EQ(testing::private_attributes(g), std::vector<std::string>{});
   EXPECT_EQ(n->output(0)->name(), "merge_y");
   EXPECT_TRUE(g.is_output(n->output(0)));
   ASSERT_EQ(groups.size(), 1u);
@@ -137,11 +145,13 @@ TEST(AttentionFusion, GptCausalWhereAndFloat16) {
   ir::verify(g);
   const ir::Node* n = g.find_node("context");
   ASSERT_NE(n, nullptr);
-  EXPECT_EQ(n->attr_int(kFusedAttentionAttr, 0), 1);
-  EXPECT_EQ(n->attr_string(kFusedMaskAttr), "where_true");
-  EXPECT_TRUE(std::isinf(n->attr_float(kFusedMaskFillAttr)));
+  const fusion::Attention* a = n->annotation<fusion::Attention>();
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->mask, Mask::WhereTrue);
+  EXPECT_TRUE(std::isinf(a->mask_fill) && a->mask_fill < 0);
   EXPECT_EQ(n->input(3)->name(), "cond");
-  EXPECT_FALSE(n->has_attribute(kFusedPermOutAttr));
+  EXPECT_TRUE(a->perm_out.empty());
+  EXPECT_EQ(testing::private_attributes(g), std::vector<std::string>{});
   EXPECT_EQ(n->output(0)->name(), "c");
   EXPECT_EQ(g.find_node("softmax"), nullptr);
   EXPECT_EQ(g.find_node("where"), nullptr);
@@ -168,7 +178,7 @@ TEST(AttentionFusion, PatternsThatDifferAreLeftAlone) {
     fuse(g);
     ir::verify(g);
     for (const auto& n : g.nodes())
-      EXPECT_FALSE(n->has_attribute(kFusedAttentionAttr)) << what << ": " << n->name();
+      EXPECT_EQ(n->annotation<fusion::Attention>(), nullptr) << what << ": " << n->name();
     EXPECT_NE(g.find_node("softmax"), nullptr) << what;
   }
 }

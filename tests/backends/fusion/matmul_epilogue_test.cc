@@ -12,6 +12,7 @@
 namespace switchyard::backends {
 namespace {
 
+using fusion::Activation;
 using testing::random_tensor;
 
 ir::Type f32(std::vector<int64_t> dims) {
@@ -27,6 +28,11 @@ ir::Value* scalar(ir::Graph& g, const std::string& name, float v, std::vector<in
 }
 
 size_t count_nodes(const ir::Graph& g) { return g.nodes().size(); }
+
+const fusion::Epilogue* epilogue_of(const ir::Graph& g, const std::string& node) {
+  const ir::Node* n = g.find_node(node);
+  return n ? n->annotation<fusion::Epilogue>() : nullptr;
+}
 
 TEST(CudaMatMulFusion, ScaleBiasAndActivationFoldIntoTheMatMul) {
   // y = Relu(Div(x @ w, 8) + b)
@@ -46,10 +52,14 @@ TEST(CudaMatMulFusion, ScaleBiasAndActivationFoldIntoTheMatMul) {
   ASSERT_EQ(count_nodes(g), 1u);
   const ir::Node* mm = g.find_node("mm");
   ASSERT_NE(mm, nullptr);
-  EXPECT_FLOAT_EQ(mm->attr_float("_sy_alpha"), 0.125f);
-  EXPECT_EQ(mm->attr_string("_sy_activation"), "Relu");
+  const fusion::Epilogue* epilogue = mm->annotation<fusion::Epilogue>();
+  ASSERT_NE(epilogue, nullptr);
+  EXPECT_FLOAT_EQ(epilogue->alpha, 0.125f);
+  EXPECT_EQ(epilogue->activation, Activation::Relu);
+  EXPECT_EQ(epilogue->describe(), "activation=Relu alpha=0.125");
   EXPECT_EQ(mm->input(2), b);
   EXPECT_EQ(g.outputs()[0], mm->output(0));
+  EXPECT_EQ(testing::private_attributes(g), std::vector<std::string>{});
 }
 
 TEST(CudaMatMulFusion, MulByAOneElementConstantInEitherOrder) {
@@ -66,7 +76,9 @@ TEST(CudaMatMulFusion, MulByAOneElementConstantInEitherOrder) {
     fuse_matmul_epilogues(g);
     ir::verify(g);
     ASSERT_EQ(count_nodes(g), 1u) << constant_first;
-    EXPECT_FLOAT_EQ(g.find_node("mm")->attr_float("_sy_alpha"), 0.5f);
+    ASSERT_NE(epilogue_of(g, "mm"), nullptr) << constant_first;
+    EXPECT_FLOAT_EQ(epilogue_of(g, "mm")->alpha, 0.5f);
+    EXPECT_EQ(epilogue_of(g, "mm")->activation, Activation::None);
     EXPECT_EQ(g.outputs()[0]->name(), "p");
   }
 }
@@ -111,7 +123,7 @@ TEST(CudaMatMulFusion, ScalesThatAreNotAOneElementFactorStay) {
     fuse_matmul_epilogues(g);
     ir::verify(g);
     EXPECT_EQ(count_nodes(g), before) << c.what;
-    EXPECT_FALSE(g.find_node("mm")->has_attribute("_sy_alpha")) << c.what;
+    EXPECT_EQ(epilogue_of(g, "mm"), nullptr) << c.what;
   }
 }
 
@@ -136,11 +148,13 @@ TEST(CudaMatMulFusion, TanhGeluFusesOnlyWhenAsked) {
     ASSERT_NE(mm, nullptr);
     if (tanh_gelu) {
       EXPECT_EQ(groups[0].members, (std::vector<std::string>{"mm", "bias", "gelu"}));
-      EXPECT_EQ(mm->attr_string("_sy_activation"), "GeluTanh");
+      ASSERT_NE(mm->annotation<fusion::Epilogue>(), nullptr);
+      EXPECT_EQ(mm->annotation<fusion::Epilogue>()->activation, Activation::GeluTanh);
+      EXPECT_FLOAT_EQ(mm->annotation<fusion::Epilogue>()->alpha, 1.0f);
       EXPECT_EQ(count_nodes(g), 1u);
     } else {
       EXPECT_EQ(groups[0].members, (std::vector<std::string>{"mm", "bias"}));
-      EXPECT_FALSE(mm->has_attribute("_sy_activation"));
+      EXPECT_EQ(mm->annotation<fusion::Epilogue>(), nullptr);  // the bias is an input
       EXPECT_NE(g.find_node("gelu"), nullptr);
     }
   }
@@ -168,7 +182,14 @@ TEST(CudaMatMulFusion, TransposesFoldForTheBackendsDtypes) {
       SCOPED_TRACE(std::string(ir::dtype_name(dtype)) + (cuda_rules ? " cuda rules" : ""));
       EXPECT_EQ(groups.size(), folds ? 1u : 0u);
       EXPECT_EQ(g.find_node("tq") == nullptr, folds);
-      EXPECT_EQ(g.find_node("scores")->has_attribute("_sy_perm_a"), folds);
+      const auto* permutes = g.find_node("scores")->annotation<fusion::OperandPermutes>();
+      EXPECT_EQ(permutes != nullptr, folds);
+      if (permutes) {
+        EXPECT_EQ(permutes->a, (std::vector<int64_t>{0, 2, 1, 3}));
+        EXPECT_TRUE(permutes->b.empty());
+        EXPECT_EQ(permutes->describe(), "perm_a=[0, 2, 1, 3]");
+      }
+      EXPECT_EQ(testing::private_attributes(g), std::vector<std::string>{});
     }
   }
 }

@@ -8,6 +8,7 @@
 #include "backends/cpu/kernels/conv_internal.h"
 #include "backends/cpu/kernels/dnnl_util.h"
 #include "backends/cpu/kernels/epilogue.h"
+#include "backends/fusion/payload.h"
 #include "ir/checked_math.h"
 
 namespace switchyard::cpu {
@@ -233,7 +234,7 @@ class ConvFamilyKernel : public runtime::Kernel {
         fixed_bias_(init.node.num_inputs() <= 2 ||
                     (init.node.input(2) != nullptr && input_is_constant(init.node, 2))),
         residual_(init.node.num_inputs() > 3 && init.node.input(3) != nullptr),
-        nhwc_(init.node.attr_string("_sy_layout", "") == "NHWC") {}
+        nhwc_(init.node.annotation<backends::fusion::ChannelsLast>() != nullptr) {}
 
   void run(runtime::KernelContext& ctx) const override {
     if (nhwc_) {
@@ -352,10 +353,10 @@ class ConvFamilyKernel : public runtime::Kernel {
 
   int64_t group_;
   bool constant_weights_;
-  Epilogue epilogue_;  // fusion.h: "_sy_activation" (Conv only)
+  Epilogue epilogue_;  // fusion::Epilogue's activation (Conv only)
   bool fixed_bias_;    // no bias input, or a constant one
   bool residual_;      // fusion.h: input 3 is a residual added before the activation
-  bool nhwc_;          // fusion.h: "_sy_layout" NHWC, X, Z and Y are stored [N, H, W, C]
+  bool nhwc_;          // fusion::ChannelsLast: X, Z and Y are stored [N, H, W, C]
 
  private:
   PlanCache<ConvPlan> cache_;

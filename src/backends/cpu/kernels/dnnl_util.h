@@ -120,7 +120,7 @@ bool input_is_constant(const ir::Node& node, size_t i);
 ir::Tensor scratch_tensor(runtime::KernelContext& ctx, ir::DType dtype,
                           const std::vector<int64_t>& shape);
 
-/// Channels-last kernels ("_sy_layout" NHWC, backends/fusion/fusion.h): dim orders.
+/// Channels-last kernels (backends/fusion/payload.h: fusion::ChannelsLast): dim orders.
 inline constexpr std::array<size_t, 4> kNhwcToNchw = {0, 3, 1, 2};
 inline constexpr std::array<size_t, 4> kNchwToNhwc = {0, 2, 3, 1};
 /// out dim i = in dim perm[i].

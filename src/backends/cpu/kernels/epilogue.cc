@@ -10,7 +10,7 @@
 
 #include "backends/cpu/kernels/common.h"
 #include "backends/cpu/kernels/elementwise_internal.h"
-#include "backends/fusion/fusion.h"
+#include "backends/fusion/payload.h"
 #include "ir/check.h"
 
 namespace switchyard::cpu {
@@ -44,20 +44,24 @@ V activate(Epilogue::Act act, V lo, V hi, V x) {
 }  // namespace
 
 Epilogue Epilogue::of(const ir::Node& node) {
+  using backends::fusion::Activation;
   Epilogue e;
-  std::string name = node.attr_string(backends::kFusedActivationAttr, "");
-  if (name.empty()) return e;
-  static const std::pair<const char*, Act> kNames[] = {
-      {"Relu", Act::Relu}, {"Gelu", Act::Gelu},           {"Sigmoid", Act::Sigmoid},
-      {"Tanh", Act::Tanh}, {"HardSwish", Act::HardSwish}, {"Swish", Act::Swish},
-      {"Clip", Act::Clip}};
-  for (const auto& [n, act] : kNames)
-    if (name == n) e.act = act;
+  const backends::fusion::Epilogue* fused = node.annotation<backends::fusion::Epilogue>();
+  if (!fused || fused->activation == Activation::None) return e;
+  static const std::pair<Activation, Act> kActs[] = {{Activation::Relu, Act::Relu},
+                                                     {Activation::Gelu, Act::Gelu},
+                                                     {Activation::Sigmoid, Act::Sigmoid},
+                                                     {Activation::Tanh, Act::Tanh},
+                                                     {Activation::HardSwish, Act::HardSwish},
+                                                     {Activation::Swish, Act::Swish},
+                                                     {Activation::Clip, Act::Clip}};
+  for (const auto& [activation, act] : kActs)
+    if (fused->activation == activation) e.act = act;
   SY_CHECK(e.act != Act::None, Internal, "{}: unknown fused activation '{}'", node.describe(),
-           name);
+           backends::fusion::activation_name(fused->activation));
   if (e.act == Act::Clip) {
-    e.lo = node.attr_float(backends::kFusedClipMinAttr, -INFINITY);
-    e.hi = node.attr_float(backends::kFusedClipMaxAttr, INFINITY);
+    e.lo = fused->clip_min;
+    e.hi = fused->clip_max;
   }
   return e;
 }

@@ -1,5 +1,5 @@
-// The fused epilogue of a cpu Conv / MatMul / Gemm node (backends/fusion/fusion.h): the
-// activation named by "_sy_activation" as a oneDNN eltwise post-op (GELU, sigmoid, tanh,
+// The fused epilogue of a cpu Conv / MatMul / Gemm node (backends/fusion/payload.h): the
+// activation of its fusion::Epilogue as a oneDNN eltwise post-op (GELU, sigmoid, tanh,
 // hard-swish, swish), or as
 // a loop right after the primitive (ReLU and Clip, whose oneDNN post-ops turn NaN into 0) and on
 // the paths oneDNN does not take (other dtypes, shapes it declines): the standalone kernels'
@@ -19,7 +19,8 @@ struct Epilogue {
   Act act = Act::None;
   float lo = 0, hi = 0;  // Clip's bounds
 
-  /// The node's fused activation; throws Internal naming the node for an unknown one.
+  /// The node's fused activation (its fusion::Epilogue; none without one); throws Internal
+  /// naming the node for one the cpu kernels do not apply (GeluTanh).
   static Epilogue of(const ir::Node& node);
   bool active() const { return act != Act::None; }
   /// Whether oneDNN runs the activation as a post-op with the standalone kernel's results

@@ -6,7 +6,7 @@
 #include "backends/cpu/kernels/dnnl_util.h"
 #include "backends/cpu/kernels/epilogue.h"
 #include "backends/cpu/kernels/matmul_internal.h"
-#include "backends/fusion/fusion.h"
+#include "backends/fusion/payload.h"
 
 namespace switchyard::cpu {
 
@@ -157,21 +157,31 @@ ir::Tensor permuted_copy(const ir::Tensor& t, const std::vector<int64_t>& perm) 
   return out;
 }
 
-std::vector<int64_t> perm_attr(const ir::Node& node, const char* name) {
-  return node.has_attribute(name) ? node.attr_ints(name) : std::vector<int64_t>{};
+// The folded Transpose of operand A (`a`) or B (fusion::OperandPermutes); empty: none.
+std::vector<int64_t> folded_perm(const ir::Node& node, bool a) {
+  const auto* permutes = node.annotation<backends::fusion::OperandPermutes>();
+  if (!permutes) return {};
+  return a ? permutes->a : permutes->b;
 }
 
-// MatMul, and its fused form (fusion.h): input 2 a bias of length N, "_sy_alpha" a scale of
-// the product, "_sy_activation" an activation: Y = act(alpha * (A @ B) + bias); "_sy_perm_a" /
-// "_sy_perm_b" a Transpose folded into the operand (read through strides, no copy).
+// The fused scale of the product (fusion::Epilogue's alpha; 1 without one).
+float fused_alpha(const ir::Node& node) {
+  const auto* epilogue = node.annotation<backends::fusion::Epilogue>();
+  return epilogue ? epilogue->alpha : 1.0f;
+}
+
+// MatMul, and its fused form (backends/fusion/payload.h): input 2 a bias of length N, the
+// fusion::Epilogue's alpha a scale of the product and its activation:
+// Y = act(alpha * (A @ B) + bias); fusion::OperandPermutes a Transpose folded into the operand
+// (read through strides, no copy).
 class MatMulKernel : public runtime::Kernel {
  public:
   explicit MatMulKernel(const runtime::KernelInit& init)
       : constant_b_(input_is_constant(init.node, 1)),
-        alpha_(init.node.attr_float(backends::kFusedAlphaAttr, 1.0f)),
+        alpha_(fused_alpha(init.node)),
         epilogue_(Epilogue::of(init.node)),
-        perm_a_(perm_attr(init.node, backends::kFusedPermAAttr)),
-        perm_b_(perm_attr(init.node, backends::kFusedPermBAttr)) {}
+        perm_a_(folded_perm(init.node, true)),
+        perm_b_(folded_perm(init.node, false)) {}
 
   void run(runtime::KernelContext& ctx) const override {
     if (!perm_a_.empty() || !perm_b_.empty()) return run_permuted(ctx);
@@ -386,9 +396,9 @@ class MatMulKernel : public runtime::Kernel {
   }
 
   bool constant_b_;
-  float alpha_;                           // fusion.h: "_sy_alpha"
-  Epilogue epilogue_;                     // fusion.h: "_sy_activation"
-  std::vector<int64_t> perm_a_, perm_b_;  // fusion.h: "_sy_perm_a", "_sy_perm_b" (empty: none)
+  float alpha_;                           // fusion::Epilogue's alpha
+  Epilogue epilogue_;                     // fusion::Epilogue's activation
+  std::vector<int64_t> perm_a_, perm_b_;  // fusion::OperandPermutes (empty: none)
   PlanCache<MatMulPlan> cache_;
 };
 
@@ -552,7 +562,7 @@ class GemmKernel : public runtime::Kernel {
   bool trans_a_, trans_b_;
   float alpha_, beta_;
   bool constant_b_;
-  Epilogue epilogue_;  // fusion.h: "_sy_activation"
+  Epilogue epilogue_;  // fusion::Epilogue's activation
   PlanCache<GemmPlan> cache_;
 };
 

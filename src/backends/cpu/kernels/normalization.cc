@@ -4,7 +4,7 @@
 // float, or double for double inputs (LayerNormalization: also for stash_type double).
 #include "backends/cpu/kernels/elementwise_internal.h"
 #include "backends/cpu/kernels/normalization_internal.h"
-#include "backends/fusion/fusion.h"
+#include "backends/fusion/payload.h"
 
 namespace switchyard::cpu {
 
@@ -62,15 +62,17 @@ class BatchNormKernel : public runtime::Kernel {
       : epsilon_(init.node.attr_float("epsilon", 1e-5f)),
         momentum_(init.node.attr_float("momentum", 0.9f)),
         training_(init.node.attr_int("training_mode", 0) != 0),
-        nhwc_(init.node.attr_string("_sy_layout", "") == "NHWC"),
-        relu_(init.node.attr_string(backends::kFusedActivationAttr, "") == "Relu") {
+        nhwc_(init.node.annotation<backends::fusion::ChannelsLast>() != nullptr) {
     SY_CHECK(!nhwc_ || !training_, Internal,
              "{}: a channels-last BatchNormalization runs in inference mode only",
              init.node.describe());
-    const std::string act = init.node.attr_string(backends::kFusedActivationAttr, "");
-    SY_CHECK(act.empty() || (relu_ && !training_), Internal,
+    using backends::fusion::Activation;
+    const auto* epilogue = init.node.annotation<backends::fusion::Epilogue>();
+    const Activation act = epilogue ? epilogue->activation : Activation::None;
+    relu_ = act == Activation::Relu;
+    SY_CHECK(act == Activation::None || (relu_ && !training_), Internal,
              "{}: a fused BatchNormalization takes only Relu, in inference mode (got '{}')",
-             init.node.describe(), act);
+             init.node.describe(), backends::fusion::activation_name(act));
   }
 
   void run(runtime::KernelContext& ctx) const override {
@@ -78,7 +80,7 @@ class BatchNormKernel : public runtime::Kernel {
     if (x.rank() < 2) ctx.fail("X must have rank >= 2, got {}", x.rank());
     if (nhwc_ && x.rank() != 4)
       ctx.fail("a channels-last input must have rank 4, got {}", x.rank());
-    // Channels-last ("_sy_layout" NHWC): the channel is the last dim, each pixel a row of C.
+    // Channels-last (fusion::ChannelsLast): the channel is the last dim, each pixel a row of C.
     int64_t n = x.dim(0);
     int64_t c = nhwc_ ? x.dim(3) : x.dim(1);
     int64_t spatial = 1;
@@ -184,8 +186,8 @@ class BatchNormKernel : public runtime::Kernel {
   float epsilon_;
   float momentum_;
   bool training_;
-  bool nhwc_;  // fusion.h: "_sy_layout" NHWC (inference only): X and Y are stored [N, H, W, C]
-  bool relu_;  // fusion.h: "_sy_activation" Relu (inference only), applied in the same pass
+  bool nhwc_;          // fusion::ChannelsLast (inference only): X and Y are stored [N, H, W, C]
+  bool relu_ = false;  // fusion::Epilogue Relu (inference only), applied in the same pass
 };
 
 // Normalizes `groups` contiguous blocks of `block` values each: block g uses its own mean and

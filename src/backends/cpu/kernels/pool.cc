@@ -10,6 +10,7 @@
 #include "backends/cpu/kernels/common.h"
 #include "backends/cpu/kernels/dnnl_util.h"
 #include "backends/cpu/kernels/pool_internal.h"
+#include "backends/fusion/payload.h"
 #include "ops/conv_geometry.h"
 
 namespace switchyard::cpu {
@@ -81,14 +82,14 @@ class PoolKernel : public runtime::Kernel {
     // An omitted Indices output has no readers: skip computing it.
     const ir::Value* indices = node.output(1);
     wants_indices_ = indices && (!indices->uses().empty() || node.owner()->is_output(indices));
-    nhwc_ = node.attr_string("_sy_layout", "") == "NHWC";
+    nhwc_ = node.annotation<backends::fusion::ChannelsLast>() != nullptr;
     SY_CHECK(!nhwc_ || !wants_indices_, Internal, "{}: a channels-last pool has no Indices output",
              node.describe());
   }
 
   void run(runtime::KernelContext& ctx) const override {
     if (!nhwc_) return run_with(ctx, ctx.input(0));
-    // Channels-last ("_sy_layout" NHWC): shapes are worked out on the logical NCHW view of X.
+    // Channels-last (fusion::ChannelsLast): shapes are worked out on the logical NCHW view of X.
     if (ctx.input(0).rank() != 4)
       ctx.fail("a channels-last input must have rank 4, got {}", ctx.input(0).rank());
     run_with(ctx, ctx.input(0).reshaped(permute4(ctx.input(0).shape(), kNhwcToNchw)));
@@ -321,7 +322,7 @@ class PoolKernel : public runtime::Kernel {
   int64_t storage_order_ = 0;
   int64_t p_ = 2;
   bool wants_indices_ = false;
-  bool nhwc_ = false;  // fusion.h: "_sy_layout" NHWC, X and Y are stored [N, H, W, C]
+  bool nhwc_ = false;  // fusion::ChannelsLast: X and Y are stored [N, H, W, C]
   PlanCache<PoolPlan> cache_;
 };
 

@@ -1,5 +1,5 @@
 // The fused attention kernel, host side: the MatMul that fuse_attention made
-// (backends/fusion/attention.cc; "_sy_attention" = 1), for float16 and bfloat16. It resolves the
+// (backends/fusion/attention.cc; its fusion::Attention), for float16 and bfloat16. It resolves the
 // run-time shapes as the unfused nodes would have: Q, K and V read through their permutations as
 // [batch, heads, sequence, dim], batch and head dims broadcast as MatMul's (size 1 against
 // any), Q's and K's head dims and K's and V's lengths equal, the mask broadcast into the scores
@@ -12,7 +12,7 @@
 #include "backends/cuda/cuda_context.h"
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/kernels/attention_impl.h"
-#include "backends/fusion/fusion.h"
+#include "backends/fusion/payload.h"
 #include "ops/op_kind.h"
 
 namespace switchyard::cuda {
@@ -36,13 +36,37 @@ struct View {
   int64_t strides[4] = {};
 };
 
-std::vector<int64_t> perm_attr(const ir::Node& node, const char* name) {
-  std::vector<int64_t> p = node.attr_ints(name, {0, 1, 2, 3});
+// The fusion::Attention of a node that check_attention accepted.
+const backends::fusion::Attention& attention_of(const ir::Node& node) {
+  const auto* attention = node.annotation<backends::fusion::Attention>();
+  SY_CHECK(attention != nullptr, Internal, "{}: no fused attention", node.describe());
+  return *attention;
+}
+
+// One of the Attention's permutations (empty: the identity), checked.
+std::vector<int64_t> checked_perm(const ir::Node& node, const std::vector<int64_t>& perm,
+                                  const char* name) {
+  std::vector<int64_t> p = perm.empty() ? std::vector<int64_t>{0, 1, 2, 3} : perm;
   std::vector<int64_t> sorted = p;
   std::sort(sorted.begin(), sorted.end());
   SY_CHECK(sorted == (std::vector<int64_t>{0, 1, 2, 3}), InvalidModel,
-           "{}: attribute {} is not a permutation of 4 dims", node.describe(), name);
+           "{}: {} is not a permutation of 4 dims", node.describe(), name);
   return p;
+}
+
+AttentionMask mask_of(backends::fusion::Attention::Mask mask) {
+  using Mask = backends::fusion::Attention::Mask;
+  switch (mask) {
+    case Mask::Add:
+      return AttentionMask::Add;
+    case Mask::WhereTrue:
+      return AttentionMask::WhereTrue;
+    case Mask::WhereFalse:
+      return AttentionMask::WhereFalse;
+    case Mask::None:
+      break;
+  }
+  return AttentionMask::None;
 }
 
 View view_of(const KernelContext& ctx, const ir::Tensor& t, const std::vector<int64_t>& perm,
@@ -76,26 +100,18 @@ int64_t broadcast(const KernelContext& ctx, std::initializer_list<int64_t> dims,
 class AttentionKernel : public runtime::Kernel {
  public:
   explicit AttentionKernel(const runtime::KernelInit& init)
-      : perm_q_(perm_attr(init.node, backends::kFusedPermQAttr)),
-        perm_k_(perm_attr(init.node, backends::kFusedPermKAttr)),
-        perm_v_(perm_attr(init.node, backends::kFusedPermVAttr)),
-        perm_out_(perm_attr(init.node, backends::kFusedPermOutAttr)),
-        alpha_(init.node.attr_float(backends::kFusedAlphaAttr, 1.0f)),
-        fill_(init.node.attr_float(backends::kFusedMaskFillAttr, 0.0f)) {
-    const std::string mask = init.node.attr_string(backends::kFusedMaskAttr, "");
-    if (mask == "add") {
-      mask_ = AttentionMask::Add;
-    } else if (mask == "where_true") {
-      mask_ = AttentionMask::WhereTrue;
-    } else if (mask == "where_false") {
-      mask_ = AttentionMask::WhereFalse;
-    } else {
-      SY_CHECK(mask.empty(), InvalidModel, "{}: unknown attention mask '{}'", init.node.describe(),
-               mask);
-    }
+      : AttentionKernel(init.node, attention_of(init.node)) {}
+  AttentionKernel(const ir::Node& node, const backends::fusion::Attention& a)
+      : perm_q_(checked_perm(node, a.perm_q, "perm_q")),
+        perm_k_(checked_perm(node, a.perm_k, "perm_k")),
+        perm_v_(checked_perm(node, a.perm_v, "perm_v")),
+        perm_out_(checked_perm(node, a.perm_out, "perm_out")),
+        alpha_(a.alpha),
+        fill_(a.mask_fill),
+        mask_(mask_of(a.mask)) {
     SY_CHECK(perm_out_[3] == 3, InvalidModel,
              "{}: the fused attention's output permutation must keep the head dim last",
-             init.node.describe());
+             node.describe());
   }
 
   void run(KernelContext& ctx) const override {
@@ -188,7 +204,7 @@ class AttentionKernel : public runtime::Kernel {
 };
 
 Support check_attention(const ir::Node& node) {
-  if (node.attr_int(backends::kFusedAttentionAttr, 0) != 1)
+  if (!node.annotation<backends::fusion::Attention>())
     return Support::no("a MatMul that is no fused attention");
   return Support::yes();
 }

@@ -13,7 +13,7 @@
 //    pass. Mixed-layout graphs (NHWC in, NCHW out) are not tried: few engines take them.
 //  - float32 runs NCHW directly (cuDNN has non-tensor-core engines for it, needed unless TF32
 //    is allowed), with the epilogue applied in place when cuDNN did not fuse it.
-//  - channels-last nodes ("_sy_layout" NHWC, set by the partition's layout pass, layout.h: the
+//  - channels-last nodes (fusion::ChannelsLast, set by the partition's layout pass, layout.h: the
 //    16-bit 2-D convolutions) have X, Z and Y stored NHWC already: no transposes at all, the
 //    epilogue cuDNN did not fuse is applied in place.
 // Each layout falls back to the other when cuDNN has no engine for it (not for channels-last
@@ -39,6 +39,7 @@
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/kernels/conv_graph.h"
 #include "backends/cuda/kernels/conv_impl.h"
+#include "backends/fusion/payload.h"
 #include "ops/conv_geometry.h"
 
 namespace switchyard::cuda {
@@ -92,15 +93,43 @@ std::vector<int64_t> channels_first_dims(const std::vector<int64_t>& nhwc) {
   return d;
 }
 
+using backends::fusion::Activation;
+
+// The activation of the node's fusion::Epilogue, or nullopt when the Conv kernel has none.
+std::optional<ConvActivation> conv_activation(Activation a) {
+  switch (a) {
+    case Activation::None:
+      return ConvActivation::None;
+    case Activation::Relu:
+      return ConvActivation::Relu;
+    case Activation::Sigmoid:
+      return ConvActivation::Sigmoid;
+    case Activation::Tanh:
+      return ConvActivation::Tanh;
+    case Activation::Clip:
+      return ConvActivation::Clip;
+    default:
+      return std::nullopt;
+  }
+}
+
+Activation fused_activation(const ir::Node& node) {
+  const auto* epilogue = node.annotation<backends::fusion::Epilogue>();
+  return epilogue ? epilogue->activation : Activation::None;
+}
+
 ConvActivation parse_activation(const ir::Node& node) {
-  std::string name = node.attr_string("_sy_activation", "");
-  if (name.empty()) return ConvActivation::None;
-  if (name == "Relu") return ConvActivation::Relu;
-  if (name == "Sigmoid") return ConvActivation::Sigmoid;
-  if (name == "Tanh") return ConvActivation::Tanh;
-  if (name == "Clip") return ConvActivation::Clip;
+  const Activation a = fused_activation(node);
+  if (std::optional<ConvActivation> act = conv_activation(a)) return *act;
   SY_THROW(Unsupported, "{}: fused activation '{}' is not supported by the CUDA Conv kernel",
-           node.describe(), name);
+           node.describe(), backends::fusion::activation_name(a));
+}
+
+// Clip's bound (`lo` or the upper one) of a fused Clip; 0 for another activation.
+float clip_bound(const ir::Node& node, bool lo) {
+  const auto* epilogue = node.annotation<backends::fusion::Epilogue>();
+  if (!epilogue || epilogue->activation != Activation::Clip) return 0.0f;
+  return lo ? epilogue->clip_min : epilogue->clip_max;
 }
 
 cudnnDataType_t cudnn_dtype(DType dtype) {
@@ -370,10 +399,10 @@ class ConvKernel : public runtime::Kernel {
   explicit ConvKernel(const runtime::KernelInit& init)
       : group_(ops::read_group(init.node)),
         activation_(parse_activation(init.node)),
-        clip_lo_(init.node.attr_float("_sy_clip_min", 0.0f)),
-        clip_hi_(init.node.attr_float("_sy_clip_max", 0.0f)),
+        clip_lo_(clip_bound(init.node, true)),
+        clip_hi_(clip_bound(init.node, false)),
         constant_weights_(init.node.input(1) && init.node.input(1)->is_constant()),
-        channels_last_(init.node.attr_string("_sy_layout", "") == "NHWC") {
+        channels_last_(init.node.annotation<backends::fusion::ChannelsLast>() != nullptr) {
     SY_CHECK(group_ >= 1, InvalidModel, "{}: group must be >= 1, got {}", init.node.describe(),
              group_);
   }
@@ -615,7 +644,7 @@ class ConvKernel : public runtime::Kernel {
   ConvActivation activation_;
   float clip_lo_, clip_hi_;  // activation Clip
   bool constant_weights_;
-  bool channels_last_;  // "_sy_layout" NHWC (layout.h): X, Z and Y are stored [N, spatial..., C]
+  bool channels_last_;  // fusion::ChannelsLast (layout.h): X, Z and Y are stored [N, spatial..., C]
   mutable std::mutex mutex_;
   mutable std::map<std::vector<int64_t>, std::shared_ptr<const ConvPlan>> plans_;
   mutable std::map<std::pair<uintptr_t, uintptr_t>, std::shared_ptr<void>> weights_;
@@ -634,12 +663,8 @@ Support check_conv(const ir::Node& node) {
           "the CUDA Conv kernel takes 1 to 3 spatial dims (rank 3 to 5), input {} has rank {}", i,
           rank));
   }
-  const ir::Attribute* act = node.find_attribute("_sy_activation");
-  if (act) {
-    if (act->kind != ir::Attribute::Kind::String ||
-        (act->s != "Relu" && act->s != "Sigmoid" && act->s != "Tanh" && act->s != "Clip"))
-      return Support::no("the CUDA Conv kernel fuses only Relu, Sigmoid, Tanh and Clip");
-  }
+  if (!conv_activation(fused_activation(node)))
+    return Support::no("the CUDA Conv kernel fuses only Relu, Sigmoid, Tanh and Clip");
   const ir::Attribute* group = node.find_attribute("group");
   if (group && (group->kind != ir::Attribute::Kind::Int || group->i < 1))
     return Support::no("group must be an integer >= 1");

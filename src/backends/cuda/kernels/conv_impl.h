@@ -12,7 +12,7 @@
 
 namespace switchyard::cuda {
 
-/// Activation applied last by the epilogue (the node's "_sy_activation"); Clip bounds the value
+/// Activation applied last by the epilogue (the node's fusion::Epilogue); Clip bounds the value
 /// to [clip_lo, clip_hi] (ReLU6 is Clip(0, 6)).
 enum class ConvActivation { None, Relu, Sigmoid, Tanh, Clip };
 

@@ -14,6 +14,7 @@
 
 #include "backends/cuda/cuda_context.h"
 #include "backends/cuda/cuda_kernels.h"
+#include "backends/cuda/fusion.h"
 #include "backends/cuda/kernels/elementwise_impl.h"
 #include "backends/cuda/precision.h"
 #include "ops/op_traits.h"
@@ -135,7 +136,7 @@ DType declared_dtype(const ir::Node& node, size_t input) {
   return v && v->type().is_tensor() ? v->type().dtype : DType::Undefined;
 }
 
-bool has_chain(const ir::Node& n) { return n.has_attribute("_sy_chain_ops"); }
+bool has_chain(const ir::Node& n) { return n.annotation<ElementwiseChain>() != nullptr; }
 
 /// Check of every plain (unfused) kernel: a fused chain node is the chain kernel's.
 Support not_chain(const ir::Node& n) {
@@ -380,7 +381,7 @@ class CastKernel final : public runtime::Kernel {
   explicit CastKernel(const KernelInit& init)
       : cast_like_(ops::kind_of(init.node) == OpKind::CastLike),
         to_(cast_like_ ? DType::Undefined : static_cast<DType>(init.node.attr_int("to"))),
-        saturate_(init.node.attr_int(kSaturatingCastAttr, 0) != 0) {}
+        saturate_(init.node.annotation<SaturatingCast>() != nullptr) {}
 
   void run(KernelContext& ctx) const override {
     const ir::Tensor& x = ctx.input(0);
@@ -395,7 +396,7 @@ class CastKernel final : public runtime::Kernel {
  private:
   bool cast_like_;
   DType to_;
-  bool saturate_;  // precision.h: kSaturatingCastAttr
+  bool saturate_;  // precision.h: SaturatingCast
 };
 
 Support cast_check(const ir::Node& n) {
@@ -426,9 +427,9 @@ class ExpandKernel final : public runtime::Kernel {
 
 // ---- fused chains ----
 
-const EwChainOpName* find_chain_op(const std::string& name) {
+const EwChainOpName* find_chain_op(EwOp op) {
   for (const EwChainOpName& c : kEwChainOps)
-    if (name == c.name) return &c;
+    if (op == c.op) return &c;
   return nullptr;
 }
 
@@ -438,41 +439,36 @@ struct ChainPlan {
   std::vector<size_t> slot_inputs = {0};
 };
 
-/// Reads the chain attributes of `n` into `plan`; returns why they are unusable, "" when fine.
+/// Reads the ElementwiseChain of `n` (fusion.h) into `plan`; returns why it is unusable, "" when
+/// fine.
 std::string parse_chain(const ir::Node& n, ChainPlan& plan) {
-  const ir::Attribute* ops_attr = n.find_attribute("_sy_chain_ops");
-  const ir::Attribute* alphas = n.find_attribute("_sy_chain_alphas");
-  const ir::Attribute* operands = n.find_attribute("_sy_chain_operands");
-  const ir::Attribute* swapped = n.find_attribute("_sy_chain_swapped");
-  using K = ir::Attribute::Kind;
-  if (!ops_attr || !alphas || !operands || !swapped || ops_attr->kind != K::Strings ||
-      alphas->kind != K::Floats || operands->kind != K::Ints || swapped->kind != K::Ints)
-    return "incomplete _sy_chain_* attributes";
-  const size_t steps = ops_attr->strings.size();
-  if (steps == 0 || steps > static_cast<size_t>(kEwMaxChainSteps) ||
-      alphas->floats.size() != steps || operands->ints.size() != steps ||
-      swapped->ints.size() != steps)
-    return fmt::format("a chain of {} steps (at most {}, one value per step in each attribute)",
-                       steps, kEwMaxChainSteps);
+  const ElementwiseChain* chain = n.annotation<ElementwiseChain>();
+  if (!chain) return "no fused chain";
+  const size_t steps = chain->steps.size();
+  if (steps == 0 || steps > static_cast<size_t>(kEwMaxChainSteps))
+    return fmt::format("a chain of {} steps (at most {})", steps, kEwMaxChainSteps);
   if (!n.input(0)) return "a chain without input 0";
   plan.chain.num_steps = static_cast<int32_t>(steps);
   for (size_t s = 0; s < steps; ++s) {
-    const EwChainOpName* op = find_chain_op(ops_attr->strings[s]);
-    if (!op) return fmt::format("chain step '{}' is not a fusable op", ops_attr->strings[s]);
+    const ElementwiseChain::Step& fused = chain->steps[s];
+    const EwChainOpName* op = find_chain_op(fused.op);
+    if (!op)
+      return fmt::format("chain step {} (op {}) is not a fusable op", s,
+                         static_cast<int32_t>(fused.op));
     EwChainStep& step = plan.chain.steps[s];
     step.op = op->op;
-    step.swapped = swapped->ints[s] != 0 ? 1 : 0;
-    const int64_t operand = operands->ints[s];
+    step.swapped = fused.swapped ? 1 : 0;
+    const int64_t operand = fused.operand;
     if (!ops::traits(op->name).broadcast_elementwise) {
       if (operand != kEwUnaryStep) return fmt::format("unary chain step {} has an operand", s);
       if (op->op == EwOp::Gelu) {
-        step.params.flag = alphas->floats[s] != 0 ? 1 : 0;
+        step.params.flag = fused.alpha != 0 ? 1 : 0;
       } else {
-        step.params.alpha = alphas->floats[s];
+        step.params.alpha = fused.alpha;
       }
       step.operand = kEwUnaryStep;
     } else if (operand == kEwScalarStep) {
-      step.params.alpha = alphas->floats[s];
+      step.params.alpha = fused.alpha;
       step.operand = kEwScalarStep;
     } else {
       if (operand < 0 || static_cast<size_t>(operand) >= n.num_inputs() ||
@@ -552,7 +548,7 @@ void add_binary(runtime::KernelRegistry& r, OpKind kind, EwOp op, const std::vec
 
 void register_elementwise_kernels(runtime::KernelRegistry& r) {
   using K = OpKind;
-  // Fused chains first: a node carrying _sy_chain_ops runs the chain kernel; every plain
+  // Fused chains first: a node with an ElementwiseChain runs the chain kernel; every plain
   // kernel below refuses such a node (not_chain, plain_node).
   for (const EwChainOpName& c : kEwChainOps) {
     auto kind = ops::find_op_kind(c.name);

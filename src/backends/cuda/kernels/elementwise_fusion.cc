@@ -3,22 +3,12 @@
 // (the chain kernel, elementwise.cc / elementwise.cu).
 //
 // Representation. The chain's first node (the head) stays and keeps its op type, which now
-// only selects the registry entry; it gains four attributes with one entry per step:
-//   "_sy_chain_ops"      (strings) the op type of each step (kEwChainOps in elementwise_impl.h);
-//                        step 0 is the head's own op, or "Gelu" for a recognised GELU pattern.
-//   "_sy_chain_alphas"   (floats)  a binary step's scalar operand, or a unary step's attribute:
-//                        alpha of LeakyRelu / Elu / Celu / ThresholdedRelu, for Gelu 1 = tanh
-//                        approximation and 0 = exact; 0 otherwise.
-//   "_sy_chain_operands" (ints)    -1: a unary step; -2: the other operand is the step's alpha;
-//                        k >= 0: the other operand is the head's input k (its own inputs, then
-//                        the absorbed nodes' tensor operands, appended as extra inputs).
-//   "_sy_chain_swapped"  (ints)    1 when the running value is the op's second operand
-//                        (Sub(c, v), Div(c, v)), else 0.
-// The node computes, per element of the broadcast of input 0 and the inputs its steps read,
-// v = input 0; v = step(v) for each step; its output has input 0's dtype. An input no step
-// reads (the sqrt(2) constant of an exported GELU's Div) stays attached and is ignored. The
-// head's output value takes over the chain result's type, readers and place among the graph
-// outputs (they are positional); the absorbed nodes and their values are removed.
+// only selects the registry entry; it gains an ElementwiseChain (fusion.h, which says what the
+// node computes) with one step per fused node: its op, its alpha, the operand it reads and
+// whether the running value is its second operand. An input no step reads (the sqrt(2) constant
+// of an exported GELU's Div) stays attached and is ignored. The head's output value takes over
+// the chain result's type, readers and place among the graph outputs (they are positional); the
+// absorbed nodes and their values are removed.
 //
 // Examples: Add(a, b) -> Relu: ops [Add, Relu], operands [1, -1]. Mul(x, s) -> Add(., t):
 // ops [Mul, Add], operands [1, 2], t appended as input 2 (or alpha when t is a scalar constant).
@@ -54,20 +44,19 @@ namespace {
 
 struct Chain {
   ir::Node* head = nullptr;
-  std::vector<std::string> ops;
-  std::vector<float> alphas;
-  std::vector<int64_t> operands;
-  std::vector<int64_t> swapped;
+  std::vector<ElementwiseChain::Step> steps;
   std::vector<ir::Value*> extra_inputs;  ///< appended to the head's inputs
   std::vector<ir::Node*> absorbed;       ///< in dependency order
   ir::Value* result = nullptr;
   ir::Value* gelu_input = nullptr;  ///< x of a GELU pattern, which becomes input 0
 
-  void add_step(std::string op, float alpha, int64_t operand, bool swap) {
-    ops.push_back(std::move(op));
-    alphas.push_back(alpha);
-    operands.push_back(operand);
-    swapped.push_back(swap ? 1 : 0);
+  void add_step(EwOp op, float alpha, int64_t operand, bool swap) {
+    ElementwiseChain::Step step;
+    step.op = op;
+    step.alpha = alpha;
+    step.operand = operand;
+    step.swapped = swap;
+    steps.push_back(step);
   }
 };
 
@@ -76,6 +65,13 @@ const EwChainOpName* chain_op(const ir::Node& n) {
   for (const EwChainOpName& c : kEwChainOps)
     if (n.op_type() == c.name) return &c;
   return nullptr;
+}
+
+/// The chain op of a node that chainable() accepted.
+EwOp chain_op_of(const ir::Node& n) {
+  const EwChainOpName* op = chain_op(n);
+  SY_ASSERT(op != nullptr);
+  return op->op;
 }
 
 /// A two-operand step (a broadcasting op), else a unary one.
@@ -90,7 +86,7 @@ bool fusable_dtype(const ir::Value* v) {
 /// The node can be a chain step: a listed op over tensors of one fusable dtype.
 bool chainable(const ir::Node& n) {
   const EwChainOpName* op = chain_op(n);
-  if (!op || n.num_outputs() != 1 || n.has_attribute("_sy_chain_ops")) return false;
+  if (!op || n.num_outputs() != 1 || n.annotation<ElementwiseChain>()) return false;
   if (n.num_inputs() != (binary_step(n) ? 2u : 1u)) return false;
   const ir::Value* out = n.output(0);
   if (!fusable_dtype(out)) return false;
@@ -198,7 +194,7 @@ std::optional<Chain> match_gelu(const ir::Graph& g, ir::Node* n) {
   }
   c.result = c.absorbed.back()->output(0);
   c.gelu_input = x;
-  c.add_step("Gelu", 0.0f, kEwUnaryStep, false);
+  c.add_step(EwOp::Gelu, 0.0f, kEwUnaryStep, false);
   return c;
 }
 
@@ -210,23 +206,23 @@ std::optional<Chain> grow_chain(const ir::Graph& g, ir::Node* n) {
   std::vector<ir::Value*> tensors = {n->input(0)};  // the head's inputs the chain reads
   if (binary_step(*n)) {
     tensors.push_back(n->input(1));
-    c.add_step(n->op_type(), 0.0f, 1, false);
+    c.add_step(chain_op_of(*n), 0.0f, 1, false);
   } else {
-    c.add_step(n->op_type(), unary_alpha(*n), kEwUnaryStep, false);
+    c.add_step(chain_op_of(*n), unary_alpha(*n), kEwUnaryStep, false);
   }
   ir::Value* v = n->output(0);
-  while (c.ops.size() < static_cast<size_t>(kEwMaxChainSteps)) {
+  while (c.steps.size() < static_cast<size_t>(kEwMaxChainSteps)) {
     auto r = sole_reader(g, v);
     if (!r || !chainable(*r->node) || r->node->output(0)->type().dtype != v->type().dtype) break;
     ir::Node* next = r->node;
     if (!binary_step(*next)) {
-      c.add_step(next->op_type(), unary_alpha(*next), kEwUnaryStep, false);
+      c.add_step(chain_op_of(*next), unary_alpha(*next), kEwUnaryStep, false);
     } else {
       ir::Value* other = other_input(*next, v);
       if (!other) break;
       const bool swap = r->index == 1;
       if (auto s = scalar_constant(other, v)) {
-        c.add_step(next->op_type(), static_cast<float>(*s), kEwScalarStep, swap);
+        c.add_step(chain_op_of(*next), static_cast<float>(*s), kEwScalarStep, swap);
       } else {
         auto it = std::find(tensors.begin(), tensors.end(), other);
         if (it == tensors.end()) {
@@ -235,7 +231,7 @@ std::optional<Chain> grow_chain(const ir::Graph& g, ir::Node* n) {
           tensors.push_back(other);
           it = tensors.end() - 1;
         }
-        c.add_step(next->op_type(), 0.0f, it - tensors.begin(), swap);
+        c.add_step(chain_op_of(*next), 0.0f, it - tensors.begin(), swap);
       }
     }
     c.absorbed.push_back(next);
@@ -254,14 +250,9 @@ void rewrite(ir::Graph& g, const Chain& c) {
     head->set_input(1, k);
   }
   for (ir::Value* v : c.extra_inputs) head->add_input(v);
-  head->set_attribute(ir::Attribute::make_floats("_sy_chain_alphas", c.alphas));
-  head->set_attribute(ir::Attribute::make_ints("_sy_chain_operands", c.operands));
-  head->set_attribute(ir::Attribute::make_ints("_sy_chain_swapped", c.swapped));
-  ir::Attribute ops;
-  ops.name = "_sy_chain_ops";
-  ops.kind = ir::Attribute::Kind::Strings;
-  ops.strings = c.ops;
-  head->set_attribute(std::move(ops));
+  auto chain = std::make_shared<ElementwiseChain>();
+  chain->steps = c.steps;
+  head->annotate(std::move(chain));
   ir::Value* out = head->output(0);
   out->set_type(c.result->type());
   g.replace_all_uses(c.result, out);
@@ -273,6 +264,28 @@ void rewrite(ir::Graph& g, const Chain& c) {
 }
 
 }  // namespace
+
+const char* chain_op_name(EwOp op) {
+  for (const EwChainOpName& c : kEwChainOps)
+    if (c.op == op) return c.name;
+  return "?";
+}
+
+std::string ElementwiseChain::describe() const {
+  std::vector<std::string> parts;
+  for (const Step& s : steps) {
+    std::string part = chain_op_name(s.op);
+    if (s.operand == kEwScalarStep) {
+      part += fmt::format("({}{})", s.swapped ? "swapped, " : "", s.alpha);
+    } else if (s.operand >= 0) {
+      part += fmt::format("({}input {})", s.swapped ? "swapped, " : "", s.operand);
+    } else if (s.alpha != 0) {
+      part += fmt::format("(alpha {})", s.alpha);
+    }
+    parts.push_back(std::move(part));
+  }
+  return fmt::format("chain=[{}]", fmt::join(parts, ", "));
+}
 
 void fuse_elementwise_chains(ir::Graph& graph) {
   std::unordered_set<const ir::Node*> gone;

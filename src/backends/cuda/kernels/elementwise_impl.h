@@ -103,7 +103,7 @@ cudaError_t launch_broadcast_copy(size_t elem_size, const void* x, void* y, cons
 /// wraps to the target's width (NaN and values outside int64 give int64's minimum, wrapped);
 /// narrowing float conversions round to nearest even; anything nonzero is true.
 /// `saturate`: finite values beyond a float16 or bfloat16 target's range become its largest
-/// finite value, with their sign (precision.h: kSaturatingCastAttr); infinities and NaN stay.
+/// finite value, with their sign (precision.h: SaturatingCast); infinities and NaN stay.
 cudaError_t launch_cast(DType from, DType to, const void* x, void* y, int64_t n, bool saturate,
                         cudaStream_t stream);
 
@@ -128,9 +128,10 @@ struct EwChain {
   EwChainStep steps[kEwMaxChainSteps];
 };
 
-/// Ops a chain step may be, with their ONNX op types: elementwise_fusion.cc writes the names
-/// into the graph and the chain kernel (elementwise.cc) maps them back. Each is unary or
-/// broadcasting elementwise (ops/op_traits.h); a broadcasting step takes two operands.
+/// Ops a chain step may be, with their ONNX op types: elementwise_fusion.cc maps a node's op type
+/// to the step's op (ElementwiseChain, fusion.h) and the chain kernel (elementwise.cc) maps it
+/// back to check its arity. Each is unary or broadcasting elementwise (ops/op_traits.h); a
+/// broadcasting step takes two operands.
 struct EwChainOpName {
   const char* name;
   EwOp op;

@@ -14,7 +14,7 @@
 // or is broadcast (stride 0) — one strided batched call for every common case. When B is
 // broadcast over the inner batches, A's batches are folded into M (one plain GEMM).
 //
-// Permuted operands (a Transpose folded into the MatMul as "_sy_perm_a" / "_sy_perm_b",
+// Permuted operands (a Transpose folded into the MatMul as a fusion::OperandPermutes,
 // backends/fusion/matmul_layout.cc): the operand is its input read through the permuted
 // strides. Where a matrix dim has unit stride, the other a leading dimension, and the batch dims
 // either broadcast or follow the output with one stride between matrices, cuBLASLt reads it in
@@ -38,7 +38,7 @@
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/kernels/data_host.h"
 #include "backends/cuda/kernels/matmul_impl.h"
-#include "backends/fusion/fusion.h"
+#include "backends/fusion/payload.h"
 #include "ir/check.h"
 #include "ops/shape_inference.h"
 
@@ -46,7 +46,7 @@ namespace switchyard::cuda {
 
 namespace {
 
-constexpr const char* kActivationAttr = "_sy_activation";
+using backends::fusion::Activation;
 constexpr uint32_t kMaxAlignment = 256;  // what cuBLASLt's alignment preferences assume at most
 constexpr uint32_t kBiasEpilogueAlignment = 16;
 
@@ -58,20 +58,39 @@ const std::vector<ir::DType>& matmul_dtypes() {
 
 // ---- Attribute and shape checks -------------------------------------------------------------
 
-// The fused activation named by "_sy_activation", or nullopt with `why` set when unknown.
+// The activation of the node's fusion::Epilogue, or nullopt with `why` set when cuda has none.
 std::optional<MatMulActivation> activation_of(const ir::Node& node, std::string* why) {
-  const ir::Attribute* a = node.find_attribute(kActivationAttr);
-  if (!a) return MatMulActivation::None;
-  if (a->kind == ir::Attribute::Kind::String) {
-    if (a->s.empty()) return MatMulActivation::None;
-    if (a->s == "Relu") return MatMulActivation::Relu;
-    if (a->s == "Gelu") return MatMulActivation::Gelu;
-    if (a->s == "GeluTanh") return MatMulActivation::GeluTanh;
+  const auto* epilogue = node.annotation<backends::fusion::Epilogue>();
+  if (!epilogue) return MatMulActivation::None;
+  switch (epilogue->activation) {
+    case Activation::None:
+      return MatMulActivation::None;
+    case Activation::Relu:
+      return MatMulActivation::Relu;
+    case Activation::Gelu:
+      return MatMulActivation::Gelu;
+    case Activation::GeluTanh:
+      return MatMulActivation::GeluTanh;
+    default:
+      break;
   }
   if (why)
     *why = fmt::format("{} with fused activation '{}' (cuda implements Relu, Gelu and GeluTanh)",
-                       node.op_type(), a->kind == ir::Attribute::Kind::String ? a->s : "?");
+                       node.op_type(), backends::fusion::activation_name(epilogue->activation));
   return std::nullopt;
+}
+
+// The fused scale of the product (the fusion::Epilogue's alpha; 1 without one).
+float fused_alpha(const ir::Node& node) {
+  const auto* epilogue = node.annotation<backends::fusion::Epilogue>();
+  return epilogue ? epilogue->alpha : 1.0f;
+}
+
+// The folded Transpose of operand A (`a`) or B (fusion::OperandPermutes); empty: none.
+std::vector<int64_t> folded_perm(const ir::Node& node, bool a) {
+  const auto* permutes = node.annotation<backends::fusion::OperandPermutes>();
+  if (!permutes) return {};
+  return a ? permutes->a : permutes->b;
 }
 
 MatMulActivation activation_or_throw(const ir::Node& node) {
@@ -90,7 +109,7 @@ bool has_rank_zero_input(const ir::Node& node, size_t count) {
 }
 
 runtime::Support check_matmul(const ir::Node& node) {
-  if (node.has_attribute(backends::kFusedAttentionAttr))
+  if (node.annotation<backends::fusion::Attention>())
     return runtime::Support::no(
         "fused attention (its kernel, attention.cc, takes float16 and bfloat16)");
   if (node.num_inputs() > 3)
@@ -644,9 +663,9 @@ class MatMulKernel : public runtime::Kernel {
  public:
   explicit MatMulKernel(const runtime::KernelInit& init)
       : act_(activation_or_throw(init.node)),
-        alpha_(init.node.attr_float(backends::kFusedAlphaAttr, 1.0f)),
-        perm_a_(init.node.attr_ints(backends::kFusedPermAAttr, {})),
-        perm_b_(init.node.attr_ints(backends::kFusedPermBAttr, {})) {}
+        alpha_(fused_alpha(init.node)),
+        perm_a_(folded_perm(init.node, true)),
+        perm_b_(folded_perm(init.node, false)) {}
 
   void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& a_in = ctx.input(0);
@@ -714,8 +733,8 @@ class MatMulKernel : public runtime::Kernel {
 
  private:
   MatMulActivation act_;
-  float alpha_;  // "_sy_alpha": a fused scale of the product (backends/fusion/matmul_epilogue.cc)
-  std::vector<int64_t> perm_a_, perm_b_;  // "_sy_perm_a" / "_sy_perm_b" (matmul_layout.cc)
+  float alpha_;  // the Epilogue's fused scale of the product (fusion/matmul_epilogue.cc)
+  std::vector<int64_t> perm_a_, perm_b_;  // fusion::OperandPermutes (fusion/matmul_layout.cc)
   PlanCache cache_;
 };
 

@@ -11,7 +11,7 @@
 
 namespace switchyard::cuda {
 
-/// The activation a fused MatMul/Gemm applies after bias ("_sy_activation"): Gelu is the exact
+/// The activation a fused MatMul/Gemm applies after bias (its fusion::Epilogue): Gelu is the exact
 /// (erf) form, GeluTanh the tanh approximation.
 enum class MatMulActivation { None, Relu, Gelu, GeluTanh };
 

@@ -10,6 +10,7 @@
 #include "backends/cuda/cuda_context.h"
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/kernels/pool_impl.h"
+#include "backends/fusion/payload.h"
 #include "ops/conv_geometry.h"
 #include "ops/op_kind.h"
 
@@ -53,7 +54,7 @@ class PoolKernel : public runtime::Kernel {
     // An omitted Indices output has no readers: skip computing it.
     const ir::Value* indices = node.output(1);
     wants_indices_ = indices && (!indices->uses().empty() || node.owner()->is_output(indices));
-    channels_last_ = node.attr_string("_sy_layout", "") == "NHWC";
+    channels_last_ = node.annotation<backends::fusion::ChannelsLast>() != nullptr;
     SY_CHECK(!channels_last_ || !wants_indices_, InvalidModel,
              "{}: a channels-last MaxPool has no Indices output", node.describe());
   }
@@ -63,7 +64,7 @@ class PoolKernel : public runtime::Kernel {
     if (x.rank() < 3 && !(global_ && x.rank() >= 2))
       ctx.fail("input X has shape {}, expected rank >= 3", ir::shape_to_string(x.shape()));
     ops::WindowAttrs a = attrs_;
-    // Channels-last ("_sy_layout" NHWC, layout.h): x is [N, spatial..., C].
+    // Channels-last (fusion::ChannelsLast, layout.h): x is [N, spatial..., C].
     const int64_t channels = channels_last_ ? x.shape().back() : x.dim(1);
     const std::vector<int64_t> in =
         channels_last_ ? std::vector<int64_t>(x.shape().begin() + 1, x.shape().end() - 1)

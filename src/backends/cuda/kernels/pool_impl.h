@@ -1,6 +1,6 @@
 // Launch API of the pool family's CUDA kernels (pool.cu): windowed Max/Average/Lp pooling with
 // one thread per output element, and the global pools as one reduction per (n, c) plane; both
-// also for channels-last data (the "_sy_layout" NHWC nodes of layout.h). Plain
+// also for channels-last data (the fusion::ChannelsLast nodes of layout.h). Plain
 // C++ so the host side (pool.cc) includes it without nvcc. Launchers enqueue on `stream`, never
 // synchronise, and return cudaGetLastError(). Dtypes: float32, float16, bfloat16, float64 (max
 // pooling also int8, uint8); sums accumulate in float (double for float64).

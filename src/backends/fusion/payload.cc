@@ -1,0 +1,83 @@
+// The fusion payloads' names and descriptions (payload.h). Their virtual functions are defined
+// here, once, so each payload's type information lives in the core library that the backend
+// plugins share.
+#include "backends/fusion/payload.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace switchyard::backends::fusion {
+
+namespace {
+
+std::string perm(const char* name, const std::vector<int64_t>& p) {
+  return fmt::format("{}=[{}]", name, fmt::join(p, ", "));
+}
+
+}  // namespace
+
+const char* activation_name(Activation activation) {
+  switch (activation) {
+    case Activation::None:
+      return "None";
+    case Activation::Relu:
+      return "Relu";
+    case Activation::Gelu:
+      return "Gelu";
+    case Activation::GeluTanh:
+      return "GeluTanh";
+    case Activation::Sigmoid:
+      return "Sigmoid";
+    case Activation::Tanh:
+      return "Tanh";
+    case Activation::Clip:
+      return "Clip";
+    case Activation::HardSwish:
+      return "HardSwish";
+    case Activation::Swish:
+      return "Swish";
+  }
+  return "?";
+}
+
+std::string Epilogue::describe() const {
+  std::string out = fmt::format("activation={}", activation_name(activation));
+  if (activation == Activation::Clip) out += fmt::format(" clip=[{}, {}]", clip_min, clip_max);
+  if (alpha != 1.0f) out += fmt::format(" alpha={}", alpha);
+  return out;
+}
+
+std::string OperandPermutes::describe() const {
+  std::string out;
+  if (!a.empty()) out = perm("perm_a", a);
+  if (!b.empty()) out += (out.empty() ? "" : " ") + perm("perm_b", b);
+  return out.empty() ? "perm_a=[] perm_b=[]" : out;
+}
+
+const char* mask_name(Attention::Mask mask) {
+  switch (mask) {
+    case Attention::Mask::None:
+      return "none";
+    case Attention::Mask::Add:
+      return "add";
+    case Attention::Mask::WhereTrue:
+      return "where_true";
+    case Attention::Mask::WhereFalse:
+      return "where_false";
+  }
+  return "?";
+}
+
+std::string Attention::describe() const {
+  std::string out = fmt::format("attention {} {} {}", perm("perm_q", perm_q),
+                                perm("perm_k", perm_k), perm("perm_v", perm_v));
+  if (!perm_out.empty()) out += " " + perm("perm_out", perm_out);
+  out += fmt::format(" alpha={} mask={}", alpha, mask_name(mask));
+  if (mask == Mask::WhereTrue || mask == Mask::WhereFalse)
+    out += fmt::format(" fill={}", mask_fill);
+  return out;
+}
+
+std::string ChannelsLast::describe() const { return "layout=NHWC"; }
+
+}  // namespace switchyard::backends::fusion

@@ -1,0 +1,96 @@
+// The payloads the shared fusions (fusion.h) attach to the nodes they rewrite, as typed node
+// annotations (ir/annotation.h) that only the backends' kernels read: a fused node keeps its op
+// type, and the kernel registered for that op reads `node.annotation<fusion::Epilogue>()` and
+// the like in its constructor (nullptr: the plain op). Each struct below says what the kernel
+// must compute with it. Inputs a fusion adds stay inputs (fusion.h lists them).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/annotation.h"
+
+namespace switchyard::backends::fusion {
+
+/// An activation a fused node applies to its result, last (after scale, bias and residual).
+/// Gelu is the exact (erf) form, GeluTanh the tanh approximation; Swish is x * sigmoid(x);
+/// Clip bounds the value to Epilogue's [clip_min, clip_max].
+enum class Activation { None, Relu, Gelu, GeluTanh, Sigmoid, Tanh, Clip, HardSwish, Swish };
+
+/// The enumerator's name: "Relu", "GeluTanh", ... ("None" for None).
+const char* activation_name(Activation activation);
+
+/// The fused epilogue of a Conv, MatMul, Gemm or inference BatchNormalization
+/// (fuse_conv_epilogues, fuse_matmul_epilogues, fuse_norm_activation). The kernel computes:
+///   Conv:   Y = act(conv(X, W) + B + Z), Z the optional residual input 3 (Y's shape); the
+///           activation is Relu, Sigmoid, Tanh or Clip, and HardSwish or Swish where the backend
+///           asked for them (fuse_conv_epilogues' list).
+///   MatMul: Y = act(alpha * (A @ B) + bias), bias the optional input 2 (1-D, length N);
+///           Relu, Gelu, or GeluTanh where the backend asked (fuse_matmul_epilogues' tanh_gelu).
+///   Gemm:   Y = act(Gemm(A, B, C)): Relu, Gelu or GeluTanh (C already is its bias; alpha 1).
+///   BatchNormalization (inference): Y = Relu(BN(X)), in the same pass; Relu only.
+/// A kernel that is handed an activation it does not implement refuses the node (supports) or
+/// throws naming it; it never drops the epilogue.
+struct Epilogue final : ir::NodeAnnotation {
+  Activation activation = Activation::None;
+  float clip_min = -INFINITY;  ///< Clip's lower bound (activation Clip only)
+  float clip_max = INFINITY;   ///< Clip's upper bound (activation Clip only)
+  float alpha = 1;             ///< MatMul only: the product's scale (a folded Div or Mul)
+
+  /// "activation=Relu", "activation=Clip clip=[0, 6]", "alpha=0.125 activation=Gelu", ...
+  std::string describe() const override;
+};
+
+/// Transposes folded into a MatMul's operands (fold_transposes_into_matmul): the kernel reads
+/// operand A (B) as input 0 (1) permuted by `a` (`b`) — dim i of the operand is dim a[i] of the
+/// input — through the permuted strides or a transposed copy, exactly as the Transpose would have
+/// given it. An empty permutation: that operand is read as it is. Combines with Epilogue.
+struct OperandPermutes final : ir::NodeAnnotation {
+  std::vector<int64_t> a, b;
+
+  /// "perm_a=[0, 2, 1, 3]", "perm_a=[...] perm_b=[...]".
+  std::string describe() const override;
+};
+
+/// Scaled dot-product attention as one MatMul node (fuse_attention, fusion/attention.cc), with
+/// inputs Q, K, V and the mask (input 3; absent when `mask` is None). The kernel reads Q, K and
+/// V through their permutations as [batch, heads, sequence, head dim], computes
+///   out = softmax(masked(alpha * Q @ Kᵀ)) @ V      (softmax over the keys)
+/// where masked adds M (Mask::Add), or replaces the score by `mask_fill` where the bool mask is
+/// true (WhereTrue) or false (WhereFalse); batch and head dims broadcast as MatMul's, the mask
+/// broadcasts into the scores [batch, heads, query, key]. The result is the canonical
+/// [batch, heads, query, head dim], permuted by `perm_out` when there is one.
+struct Attention final : ir::NodeAnnotation {
+  enum class Mask { None, Add, WhereTrue, WhereFalse };
+
+  /// How each input's dims give the canonical [batch, heads, sequence, head dim] operand: dim i
+  /// of it is dim perm[i] of the input (4 entries, the head dim last).
+  std::vector<int64_t> perm_q, perm_k, perm_v;
+  /// The head merge: out's dim i is the canonical result's dim perm_out[i] (the head dim kept
+  /// last); empty: the result is the canonical one.
+  std::vector<int64_t> perm_out;
+  float alpha = 1;  ///< the scale of the scores
+  Mask mask = Mask::None;
+  float mask_fill = 0;  ///< the score where a Where mask selects the fill (WhereTrue / WhereFalse)
+
+  /// "perm_q=[...] perm_k=[...] perm_v=[...] perm_out=[...] alpha=0.125 mask=add".
+  std::string describe() const override;
+};
+
+/// "add", "where_true", "where_false" ("none" for None).
+const char* mask_name(Attention::Mask mask);
+
+/// Channels-last storage (apply_channels_last, fusion/channels_last.cc): the node's 4-D
+/// activations are stored [N, H, W, C] instead of ONNX's [N, C, H, W] — a Conv's X, Z and Y, a
+/// pool's and an inference BatchNormalization's X and Y, a Pad's or Resize's data (their pads and
+/// scales already permuted), a Concat's inputs and output (its axis already remapped), a
+/// layout-free elementwise node's 4-D operands. Kernels whose op reads a layout (Conv, the pools,
+/// BatchNormalization) must honour it; the others see ordinary tensors.
+struct ChannelsLast final : ir::NodeAnnotation {
+  /// "layout=NHWC".
+  std::string describe() const override;
+};
+
+}  // namespace switchyard::backends::fusion
