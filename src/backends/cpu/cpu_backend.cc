@@ -32,6 +32,8 @@ class FusedPartition : public runtime::CompiledPartition {
       groups.push_back(std::move(g));
     for (runtime::FusionGroup& g : backends::fuse_norm_activation(*graph_))
       groups.push_back(std::move(g));
+    for (runtime::FusionGroup& g : backends::fuse_concat_norm(*graph_))
+      groups.push_back(std::move(g));
     for (runtime::FusionGroup& g : backends::fuse_residual_layernorm(*graph_))
       groups.push_back(std::move(g));
     for (runtime::FusionGroup& g : backends::fuse_softmax_mask(*graph_))

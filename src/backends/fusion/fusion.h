@@ -44,6 +44,11 @@ std::vector<runtime::FusionGroup> fuse_matmul_epilogues(ir::Graph& graph, bool t
 /// Inference BatchNormalization -> Relu becomes one BatchNormalization with a fusion::Epilogue
 /// of Activation::Relu (fusion/norm_epilogue.cc; the cpu's kernel applies it in the same pass).
 std::vector<runtime::FusionGroup> fuse_norm_activation(ir::Graph& graph);
+/// Concat along the channel axis (float32) -> inference BatchNormalization with constant
+/// statistics (and the Relu fuse_norm_activation gave it) becomes one Concat with a
+/// fusion::ConcatAffine (fusion/norm_epilogue.cc; the cpu's Concat kernel applies it while it
+/// copies). Run after fuse_norm_activation and before apply_channels_last.
+std::vector<runtime::FusionGroup> fuse_concat_norm(ir::Graph& graph);
 /// Add(X, Z) of two same-shaped tensors -> LayerNormalization over the last axis becomes one
 /// LayerNormalization with Z as input 3 (fusion/norm_epilogue.cc).
 std::vector<runtime::FusionGroup> fuse_residual_layernorm(ir::Graph& graph);

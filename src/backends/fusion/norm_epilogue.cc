@@ -4,6 +4,9 @@
 //       one BatchNormalization whose kernel applies the ReLU in the same pass
 //       (a fusion::Epilogue of Relu): DenseNet's pre-activation BN -> ReLU -> Conv, where the
 //       ReLU cannot become a post-op of the convolution that follows.
+//   fuse_concat_norm:         Concat (channel axis) -> BatchNormalization (inference, its Relu)
+//       one Concat that normalizes while it copies (a fusion::ConcatAffine): DenseNet's
+//       concatenated features, read and written once instead of twice.
 //   fuse_residual_layernorm:  Add(X, Z) -> LayerNormalization (last axis, one output)
 //       one LayerNormalization with Z as input 3: Y = LN(X + Z), BERT's residual sum.
 //   fuse_softmax_mask:        Add(X, M) -> Softmax (last axis), M broadcast into X
@@ -12,6 +15,8 @@
 // A node is absorbed only when its value has the fused node as its one reader and is not a
 // graph output; the fused node takes over the absorbed node's output value (name, type,
 // readers), so what follows is unchanged.
+#include <cmath>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -93,6 +98,66 @@ std::vector<runtime::FusionGroup> fuse_norm_activation(ir::Graph& graph) {
     fused->annotate(std::move(epilogue));
   }
   if (!pairs.empty()) graph.sort_topologically();
+  return groups;
+}
+
+std::vector<runtime::FusionGroup> fuse_concat_norm(ir::Graph& graph) {
+  struct Match {
+    ir::Node* concat;
+    ir::Node* norm;
+    std::shared_ptr<fusion::ConcatAffine> affine;
+  };
+  std::vector<Match> matches;
+  for (const auto& n : graph.nodes()) {
+    if (!is_onnx_op(*n, "BatchNormalization") || n->num_outputs() != 1 || n->num_inputs() != 5 ||
+        n->attr_int("training_mode", 0) != 0 || !n->input(0))
+      continue;
+    const auto* epilogue = n->annotation<fusion::Epilogue>();
+    if (epilogue && epilogue->activation != fusion::Activation::Relu) continue;
+    ir::Node* concat = n->input(0)->producer();
+    if (!concat || concat->owner() != &graph || !is_onnx_op(*concat, "Concat") ||
+        concat->num_outputs() != 1 || sole_reader(graph, concat->output(0)) != n.get())
+      continue;
+    const ir::Type& t = concat->output(0)->type();
+    if (t.dtype != ir::DType::Float32 || !t.has_rank() || t.rank() < 2) continue;
+    const int64_t axis = concat->attr_int("axis", 0);
+    if (axis != 1 && axis != 1 - t.rank()) continue;  // the channel axis
+    bool ok = true;
+    for (size_t i = 0; i < concat->num_inputs(); ++i) ok = ok && concat->input(i) != nullptr;
+    // The statistics, as float32 constants of one length.
+    std::vector<const float*> stats;
+    int64_t channels = -1;
+    for (size_t i = 1; i < 5 && ok; ++i) {
+      const ir::Value* v = n->input(i);
+      ok = v && v->is_constant() && v->constant().dtype() == ir::DType::Float32 &&
+           v->constant().rank() == 1 && (channels < 0 || v->constant().numel() == channels);
+      if (ok) {
+        channels = v->constant().numel();
+        stats.push_back(v->constant().data<float>());
+      }
+    }
+    if (!ok || channels <= 0) continue;
+    if (const ir::Dim& c = (*t.shape)[1]; c.is_static() && c.value != channels) continue;
+    // As the BatchNormalization kernel folds them (cpu/kernels/normalization.cc), in float.
+    auto affine = std::make_shared<fusion::ConcatAffine>();
+    const float epsilon = n->attr_float("epsilon", 1e-5f);
+    affine->scale.resize(static_cast<size_t>(channels));
+    affine->shift.resize(static_cast<size_t>(channels));
+    for (size_t c = 0; c < affine->scale.size(); ++c) {
+      const float mul = stats[0][c] / std::sqrt(stats[3][c] + epsilon);
+      affine->scale[c] = mul;
+      affine->shift[c] = stats[1][c] - stats[2][c] * mul;
+    }
+    affine->relu = epilogue != nullptr;
+    matches.push_back({concat, n.get(), std::move(affine)});
+  }
+  std::vector<runtime::FusionGroup> groups;
+  for (Match& m : matches) {
+    groups.push_back({{m.concat->name(), m.norm->name()}});
+    ir::Node* fused = replace_pair(graph, m.concat, m.norm, m.concat, m.concat->inputs());
+    fused->annotate(std::move(m.affine));
+  }
+  if (!matches.empty()) graph.sort_topologically();
   return groups;
 }
 

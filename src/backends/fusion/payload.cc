@@ -80,4 +80,8 @@ std::string Attention::describe() const {
 
 std::string ChannelsLast::describe() const { return "layout=NHWC"; }
 
+std::string ConcatAffine::describe() const {
+  return fmt::format("affine channels={}{}", scale.size(), relu ? " relu" : "");
+}
+
 }  // namespace switchyard::backends::fusion

@@ -93,4 +93,19 @@ struct ChannelsLast final : ir::NodeAnnotation {
   std::string describe() const override;
 };
 
+/// An inference BatchNormalization (and the Relu fused into it) over a Concat's result, done
+/// in the Concat's pass (fuse_concat_norm, fusion/norm_epilogue.cc): the node stays a Concat,
+/// and channel c along its axis of the concatenated result is written as
+///   Y = act(X * scale[c] + shift[c]),   act = Relu (NaN kept) when `relu`, else none,
+/// with scale = gamma / sqrt(var + epsilon) and shift = beta - mean * scale in float, as the
+/// BatchNormalization kernel computes them. DenseNet's Concat -> BN -> ReLU -> Conv: the
+/// concatenation and the normalization are one pass over the activations instead of two.
+struct ConcatAffine final : ir::NodeAnnotation {
+  std::vector<float> scale, shift;  ///< one per channel of the result along the Concat's axis
+  bool relu = false;
+
+  /// "affine channels=256 relu".
+  std::string describe() const override;
+};
+
 }  // namespace switchyard::backends::fusion

@@ -314,6 +314,95 @@ bool has_group(const Outcome& o, const std::vector<std::string>& members) {
   return false;
 }
 
+// fuse_concat_norm: Concat (channel axis) -> BatchNormalization (-> Relu) becomes one Concat
+// that normalizes while it copies: NCHW and, after a Conv, channels-last; rank 3; NaN kept by
+// the Relu. Not fused: a Concat over another axis, a concatenation with a second reader, a
+// normalization with a non-constant scale, a float64 concatenation.
+TEST(CpuFusion, ConcatBatchNormReluBecomesOneConcat) {
+  auto bn_inputs = [](ir::Graph& g, ir::Value* x, int64_t c, uint64_t seed) {
+    std::vector<ir::Value*> in = {x};
+    for (const char* part : {"bn_scale", "bn_bias", "bn_mean"})
+      in.push_back(g.add_constant(part, random_tensor(DType::Float32, {c}, seed++)));
+    in.push_back(g.add_constant("bn_var", random_tensor(DType::Float32, {c}, seed, 0.5, 2)));
+    return in;
+  };
+  struct Case {
+    std::vector<int64_t> a, b;  // the two concatenated inputs
+    bool conv_first;            // a Conv makes input 0: the region runs channels-last
+    bool relu;
+  };
+  const std::vector<Case> cases = {{{1, 3, 5, 5}, {1, 4, 5, 5}, false, true},
+                                   {{2, 5, 7, 6}, {2, 3, 7, 6}, true, true},
+                                   {{1, 6, 4, 4}, {1, 2, 4, 4}, true, false},
+                                   {{2, 3, 9}, {2, 5, 9}, false, true}};
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    const Case& k = cases[ci];
+    ir::Graph g("concat_bn");
+    ir::Value* xa = g.add_input("xa", tensor_type(DType::Float32, k.a));
+    ir::Value* xb = g.add_input("xb", tensor_type(DType::Float32, k.b));
+    ir::Value* first = xa;
+    if (k.conv_first) {
+      ir::Value* w = g.add_constant(
+          "w", random_tensor(DType::Float32, {k.a[1], k.a[1], 3, 3}, 90 + static_cast<int>(ci)));
+      ir::Node* conv = g.add_node("Conv", "conv", {xa, w}, {"c"});
+      conv->set_attribute(ir::Attribute::make_ints("pads", {1, 1, 1, 1}));
+      first = conv->output(0);
+    }
+    ir::Node* cat = g.add_node("Concat", "cat", {first, xb}, {"cat_y"});
+    cat->set_attribute(ir::Attribute::make_int("axis", ci == 2 ? -3 : 1));
+    const int64_t c = k.a[1] + k.b[1];
+    ir::Value* y = g.add_node("BatchNormalization", "bn", bn_inputs(g, cat->output(0), c, 91),
+                              {"bn_y"})
+                       ->output(0);
+    if (k.relu) y = g.add_node("Relu", "relu", {y}, {"relu_y"})->output(0);
+    if (k.conv_first) {  // a Conv after it keeps the region channels-last to the end
+      ir::Value* w2 = g.add_constant("w2", random_tensor(DType::Float32, {3, c, 1, 1}, 95));
+      y = g.add_node("Conv", "conv2", {y, w2}, {"y2"})->output(0);
+    }
+    g.add_output(y);
+    ir::Tensor ta = random_tensor(DType::Float32, k.a, 96);
+    ir::Tensor tb = random_tensor(DType::Float32, k.b, 97);
+    tb.data<float>()[2] = std::numeric_limits<float>::quiet_NaN();
+    tb.data<float>()[5] = std::numeric_limits<float>::infinity();
+    Outcome o = run_both(g, {ta, tb});
+    std::vector<std::string> want = {"cat", "bn"};
+    if (k.relu) want.push_back("relu");
+    EXPECT_TRUE(has_group(o, want)) << "case " << ci;
+    expect_close(o);
+    if (!k.conv_first) {  // the NaN stays NaN through the normalization and the Relu
+      const ir::Tensor& out = o.fused[0].tensor;
+      const int64_t inner = out.numel() / (out.dim(0) * c);
+      EXPECT_TRUE(std::isnan(out.data<float>()[k.a[1] * inner + 2])) << "case " << ci;
+    }
+  }
+  // Must not fire.
+  for (int variant = 0; variant < 4; ++variant) {
+    ir::Graph g("concat_bn_no");
+    const DType dt = variant == 3 ? DType::Float64 : DType::Float32;
+    ir::Value* xa = g.add_input("xa", tensor_type(dt, {1, 3, 4, 4}));
+    ir::Value* xb = g.add_input("xb", tensor_type(dt, {1, 3, 4, 4}));
+    ir::Node* cat = g.add_node("Concat", "cat", {xa, xb}, {"cat_y"});
+    cat->set_attribute(ir::Attribute::make_int("axis", variant == 0 ? 2 : 1));
+    const int64_t c = variant == 0 ? 3 : 6;
+    std::vector<ir::Value*> in = {cat->output(0)};
+    for (const char* part : {"bn_scale", "bn_bias", "bn_mean"})
+      in.push_back(g.add_constant(part, random_tensor(dt, {c}, 98)));
+    in.push_back(g.add_constant("bn_var", random_tensor(dt, {c}, 99, 0.5, 2)));
+    std::vector<ir::Tensor> feeds = {random_tensor(dt, {1, 3, 4, 4}, 100),
+                                     random_tensor(dt, {1, 3, 4, 4}, 101)};
+    if (variant == 2) {  // the scale is a graph input
+      in[1] = g.add_input("scale", tensor_type(dt, {c}));
+      feeds.push_back(random_tensor(dt, {c}, 102));
+    }
+    g.add_output(g.add_node("BatchNormalization", "bn", in, {"bn_y"})->output(0));
+    if (variant == 1) g.add_output(g.add_node("Neg", "neg", {cat->output(0)}, {"z"})->output(0));
+    Outcome o = run_both(g, feeds);
+    for (const auto& group : o.groups)
+      EXPECT_NE(group.members.front(), "cat") << "variant " << variant;
+    expect_close(o);
+  }
+}
+
 // fuse_residual_layernorm: Add(X, Z) -> LayerNormalization over the last axis runs as one
 // node, for a residual of X's shape (added row by row) and for sums that broadcast (the kernel
 // sums them first), NaN kept; float16 too. Not fused: a sum read twice, a LayerNormalization

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "backends/cpu/kernels/dnnl_util.h"
+#include "backends/fusion/payload.h"
 #include "backends/cpu/kernels/shape_internal.h"
 #include "ir/checked_math.h"
 #include "ops/shape_geometry.h"
@@ -85,9 +86,39 @@ class TransposeKernel : public runtime::Kernel {
   PlanCache<TransposePlan> cache_;
 };
 
+// Out[i] = act(in[i] * scale[c] + shift[c]) over `channels` channels of `inner` values each
+// (c the channel of i, act Relu keeping NaN or none): a Concat's fused normalization.
+void affine_channels(const float* in, float* out, int64_t channels, int64_t inner,
+                     const float* scale, const float* shift, bool relu) {
+  auto act = [relu](float v) { return relu && v < 0.0f ? 0.0f : v; };  // NaN < 0 is false
+  if (inner == 1) {
+#pragma omp simd
+    for (int64_t c = 0; c < channels; ++c) out[c] = act(in[c] * scale[c] + shift[c]);
+    return;
+  }
+  for (int64_t c = 0; c < channels; ++c) {
+    const float m = scale[c], a = shift[c];
+    const float* p = in + c * inner;
+    float* q = out + c * inner;
+#pragma omp simd
+    for (int64_t s = 0; s < inner; ++s) q[s] = act(p[s] * m + a);
+  }
+}
+
 class ConcatKernel : public runtime::Kernel {
  public:
-  explicit ConcatKernel(const KernelInit& init) : axis_(init.node.attr_int("axis")) {}
+  explicit ConcatKernel(const KernelInit& init)
+      : axis_(init.node.attr_int("axis")) {
+    if (const auto* a = init.node.annotation<backends::fusion::ConcatAffine>()) {
+      SY_CHECK(a->scale.size() == a->shift.size(), Internal,
+               "{}: the fused normalization has {} scales and {} shifts", init.node.describe(),
+               a->scale.size(), a->shift.size());
+      affine_ = true;
+      scale_ = a->scale;
+      shift_ = a->shift;
+      relu_ = a->relu;
+    }
+  }
   void run(KernelContext& ctx) const override {
     const ir::Tensor& first = ctx.input(0);
     int64_t rank = first.rank();
@@ -115,6 +146,32 @@ class ConcatKernel : public runtime::Kernel {
     ir::Tensor& out = ctx.allocate_output(0, first.dtype(), out_shape);
     if (out.numel() == 0) return;
     int64_t row = out_shape[axis] * inner;
+    if (affine_) {
+      if (first.dtype() != ir::DType::Float32)
+        ctx.fail("the fused normalization takes float32, got {}", ir::dtype_name(first.dtype()));
+      if (static_cast<size_t>(out_shape[axis]) != scale_.size())
+        ctx.fail("the fused normalization has {} channels, the result {} along axis {}",
+                 scale_.size(), out_shape[axis], axis);
+      const float* scale = scale_.data();
+      const float* shift = shift_.data();
+      const bool relu = relu_;
+      float* dst = out.data<float>();
+      parallel_for(outer, std::max<int64_t>(1, 16384 / std::max<int64_t>(row, 1)),
+                   ctx.num_threads(), [&](int64_t b, int64_t e) {
+                     for (int64_t o = b; o < e; ++o) {
+                       float* d = dst + o * row;
+                       int64_t channel = 0;
+                       for (const ir::Tensor* t : ins) {
+                         const int64_t c = t->shape()[axis];
+                         affine_channels(t->data<float>() + o * c * inner, d, c, inner,
+                                         scale + channel, shift + channel, relu);
+                         d += c * inner;
+                         channel += c;
+                       }
+                     }
+                   });
+      return;
+    }
     dispatch_by_size(first.dtype(), ctx.node(), [&](auto tag) {
       using T = decltype(tag);
       T* dst = out.data<T>();
@@ -134,6 +191,11 @@ class ConcatKernel : public runtime::Kernel {
 
  private:
   int64_t axis_;
+  // fusion::ConcatAffine (Concat -> inference BatchNormalization -> Relu): per channel along
+  // the axis, y = act(x * scale + shift).
+  bool affine_ = false;
+  std::vector<float> scale_, shift_;
+  bool relu_ = false;
 };
 
 class SplitKernel : public runtime::Kernel {
