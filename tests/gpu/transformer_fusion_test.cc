@@ -289,9 +289,34 @@ TEST(CudaTransformerFusion, AttentionTransposesScaleAndMask) {
   }
 }
 
+// The same graph where the fused kernel's tiles are cut short (sequences of 1, 17, 129 and 300
+// against its 16 query rows per warp and 64 keys per tile), its head dims padded (32, 80: 96)
+// and the widest (128), at batch 1 and 3 and 1, 2 and 12 heads.
+TEST(CudaTransformerFusion, AttentionPartialTilesAndPaddedHeadDims) {
+  SY_SKIP_WITHOUT_GPU();
+  uint64_t seed = 320;
+  for (const AttentionSpec& s :
+       {AttentionSpec{3, 129, 2, 80, true}, AttentionSpec{1, 17, 12, 32, true},
+        AttentionSpec{2, 300, 1, 128, false}, AttentionSpec{1, 1, 12, 64, true}}) {
+    SCOPED_TRACE(fmt::format("batch {} seq {} heads {} head dim {} mask {}", s.batch, s.seq,
+                             s.heads, s.head_dim, s.mask));
+    std::vector<std::vector<std::string>> fp32 = {
+        {"scores", "scale", "tq", "tk"}, {"context", "tv"}, {"softmax", "add_mask"}};
+    std::vector<std::string> fused = {"context", "tv",      "scores",   "scale", "tq",
+                                      "tk",      "softmax", "add_mask", "merge"};
+    if (!s.mask) {
+      fp32.pop_back();
+      fused.erase(std::find(fused.begin(), fused.end(), "add_mask"));
+    }
+    check_fusion(attention_graph(s), attention_feeds(s, seed), fp32, {}, {fused});
+    seed += 4;
+  }
+}
+
 // GPT's attention: q, k, v [B, S, H, D] split into heads, scores * 1/sqrt(D), the causal mask as
 // Where(cond, -inf, .) with cond [1, 1, S, S], softmax, context [B, H, S, D] (no merge). Also at
-// a head dim the tensor-core kernel does not take (160: the per-row kernel).
+// a head dim the tensor-core kernel does not take (160: the per-row kernel), one it pads (40),
+// sequences past two key tiles (129) and within one query tile (16), 12 heads.
 GraphFactory gpt_attention_graph(int64_t batch, int64_t seq, int64_t heads, int64_t dim) {
   return [=] {
     auto g = std::make_unique<ir::Graph>("gpt_attention");
@@ -318,10 +343,14 @@ GraphFactory gpt_attention_graph(int64_t batch, int64_t seq, int64_t heads, int6
 
 TEST(CudaTransformerFusion, GptCausalAttention) {
   SY_SKIP_WITHOUT_GPU();
+  struct Spec {
+    int64_t batch, seq, heads, dim;
+  };
   uint64_t seed = 350;
-  for (int64_t dim : {64, 160}) {
-    const int64_t batch = 2, seq = 100, heads = 4;
-    SCOPED_TRACE("head dim " + std::to_string(dim));
+  for (const Spec& spec :
+       {Spec{2, 100, 4, 64}, Spec{2, 100, 4, 160}, Spec{3, 129, 2, 40}, Spec{1, 16, 12, 96}}) {
+    const int64_t batch = spec.batch, seq = spec.seq, heads = spec.heads, dim = spec.dim;
+    SCOPED_TRACE(fmt::format("batch {} seq {} heads {} head dim {}", batch, seq, heads, dim));
     const Shape qkv = {batch, seq, heads, dim};
     Tensor cond(DType::Bool, {1, 1, seq, seq});
     for (int64_t i = 0; i < seq; ++i)

@@ -113,6 +113,11 @@ class CudaPartition : public runtime::CompiledPartition {
           *graph_, prec == Precision::Fp16 ? ir::DType::Float16 : ir::DType::BFloat16,
           cuda_kernels());
       restore_body_reads(*graph_, body_reads);
+      // The residual stream's Casts into its LayerNormalizations (fusion.h). Not where control
+      // flow bodies may read the values it replaces.
+      bool bodies = false;
+      for (const auto& n : graph_->nodes()) bodies = bodies || !n->subgraphs().empty();
+      if (options.fusion && !bodies) absorb_layer_norm_casts(*graph_);
     }
     // After the precision rewrite, which decides which convolutions run 16-bit.
     apply_channels_last(*graph_);

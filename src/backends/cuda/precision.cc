@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <set>
 
 #include "ir/check.h"
@@ -208,6 +209,91 @@ std::map<const ir::Node*, std::string> apply_precision(ir::Graph& g, ir::DType t
   });
   g.sort_topologically();
   return result;
+}
+
+std::string NarrowCopy::describe() const { return "narrow copy in output 1"; }
+
+namespace {
+
+bool is_narrow_float(ir::DType d) { return d == ir::DType::Float16 || d == ir::DType::BFloat16; }
+
+// The Cast node producing `v` from a float16/bfloat16 value when `reader` is its one reader (and
+// v is no graph output); nullptr otherwise.
+ir::Node* widening_cast(const ir::Graph& g, const ir::Value* v, const ir::Node* reader) {
+  ir::Node* c = v ? v->producer() : nullptr;
+  if (!c || c->owner() != &g || c->op_type() != "Cast" || c->num_inputs() != 1 ||
+      c->num_outputs() != 1 || !c->input(0) || g.is_output(v) || v->uses().size() != 1 ||
+      v->uses().front().first != reader)
+    return nullptr;
+  if (!is_narrow_float(c->input(0)->type().dtype) || v->type().dtype != ir::DType::Float32)
+    return nullptr;
+  return c;
+}
+
+void remove_node(ir::Graph& g, const ir::Node* node) {
+  g.remove_nodes_if([&](const ir::Node& n) { return &n == node; });
+}
+
+}  // namespace
+
+size_t absorb_layer_norm_casts(ir::Graph& graph) {
+  std::vector<ir::Node*> norms;
+  for (const auto& n : graph.nodes())
+    if (n->op_type() == "LayerNormalization" && n->num_outputs() == 1 && n->input(0) &&
+        n->output(0)->type().dtype == ir::DType::Float32 && !n->annotation<NarrowCopy>())
+      norms.push_back(n.get());
+  size_t absorbed = 0;
+  for (ir::Node* n : norms) {
+    // The widening Casts of X and of the residual: the kernel widens as it reads.
+    for (size_t slot : {size_t{0}, size_t{3}}) {
+      ir::Node* cast = widening_cast(graph, n->input(slot), n);
+      if (!cast) continue;
+      n->set_input(slot, cast->input(0));
+      remove_node(graph, cast);
+      ++absorbed;
+    }
+    // One saturating Cast of Y to a 16-bit type becomes output 1.
+    ir::Node* narrow = nullptr;
+    for (auto [user, idx] : n->output(0)->uses())
+      if (user->owner() == &graph && user->op_type() == "Cast" && user->num_outputs() == 1 &&
+          user->annotation<SaturatingCast>() && is_narrow_float(user->output(0)->type().dtype)) {
+        narrow = user;
+        break;
+      }
+    if (!narrow) continue;
+    // A node's outputs are fixed when it is made: a new node takes n's place with both values'
+    // readers, parked on placeholders while n and the Cast go and free the names.
+    ir::Value* y = n->output(0);
+    ir::Value* copy = narrow->output(0);
+    const std::string y_name = y->name(), copy_name = copy->name();
+    const ir::Type y_type = y->type(), copy_type = copy->type();
+    ir::Node* hold_y = graph.add_node("Identity", "", {}, {graph.unique_value_name(y_name + "_")});
+    ir::Node* hold_copy =
+        graph.add_node("Identity", "", {}, {graph.unique_value_name(copy_name + "_")});
+    graph.replace_all_uses(copy, hold_copy->output(0));
+    remove_node(graph, narrow);
+    graph.replace_all_uses(y, hold_y->output(0));
+    const std::string name = n->name(), domain = n->domain();
+    const int kind = n->kind_id();
+    const std::vector<ir::Value*> inputs = n->inputs();
+    const std::vector<ir::Attribute> attributes = n->attributes();
+    const auto annotations = n->annotations();
+    remove_node(graph, n);
+    ir::Node* fused = graph.add_node("LayerNormalization", name, inputs, {y_name, copy_name}, domain);
+    fused->set_kind_id(kind);
+    for (const ir::Attribute& a : attributes) fused->set_attribute(a);
+    for (const auto& a : annotations) fused->annotate(a);
+    fused->annotate(std::make_shared<NarrowCopy>());
+    fused->output(0)->set_type(y_type);
+    fused->output(1)->set_type(copy_type);
+    graph.replace_all_uses(hold_y->output(0), fused->output(0));
+    graph.replace_all_uses(hold_copy->output(0), fused->output(1));
+    remove_node(graph, hold_y);
+    remove_node(graph, hold_copy);
+    ++absorbed;
+  }
+  if (absorbed > 0) graph.sort_topologically();
+  return absorbed;
 }
 
 }  // namespace switchyard::cuda

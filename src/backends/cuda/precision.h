@@ -34,4 +34,20 @@ struct SaturatingCast final : ir::NodeAnnotation {
 /// float32 → target with finite values clamped to the target's finite range.
 ir::Tensor convert_float_tensor(const ir::Tensor& t, ir::DType target);
 
+/// A LayerNormalization that also writes its result narrowed (absorb_layer_norm_casts): output
+/// 1 is not Mean but Y converted to output 1's dtype (float16 or bfloat16) by the saturating
+/// cast (SaturatingCast), bit for bit what that Cast would have written.
+struct NarrowCopy final : ir::NodeAnnotation {
+  /// "narrow copy in output 1".
+  std::string describe() const override;
+};
+
+/// After apply_precision, which keeps a transformer's residual stream in
+/// float32 with Casts where values cross: a LayerNormalization whose X or residual Z (input 3)
+/// is a widening Cast from float16/bfloat16 read by it alone reads the narrow value itself, and
+/// one whose Y feeds a saturating Cast to float16/bfloat16 writes that copy as output 1 (a
+/// NarrowCopy). The Casts go: BERT's four passes around each norm become one. Only
+/// LayerNormalizations with Y alone as output. Returns the number of Casts absorbed.
+size_t absorb_layer_norm_casts(ir::Graph& graph);
+
 }  // namespace switchyard::cuda

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "backends/cuda/precision.h"
+#include "backends/fusion/fusion.h"
 #include "ir/check.h"
 #include "ops/shape_inference.h"
 #include "support/op_test_util.h"
@@ -161,6 +162,73 @@ TEST(CudaPrecision, PreNormRunningSumStaysFloat32) {
   EXPECT_EQ(g.outputs()[0]->type().dtype, ir::DType::Float32);
   EXPECT_EQ(g.outputs()[0]->producer()->name(), "ln3");  // no cast back: it is float32
   expect_no_dead_casts(g);
+}
+
+// absorb_layer_norm_casts after the fp16 rewrite of a post-norm block: the norm reads the
+// MatMul's float16 result and the float32 residual itself, and writes its float32 result (the
+// next residual, a graph output) and the float16 copy the next MatMul reads; no Cast is left
+// around it. A norm with its Mean output, or whose X Cast has a second reader, keeps its Casts.
+TEST(CudaPrecision, LayerNormAbsorbsTheResidualStreamCasts) {
+  for (int variant = 0; variant < 3; ++variant) {
+    ir::Graph g("block");
+    ir::Value* x = g.add_input("X", f32({2, 4, 8}));
+    ir::Value* w1 = g.add_constant("W1", random_tensor(ir::DType::Float32, {8, 8}, 1));
+    ir::Value* w2 = g.add_constant("W2", random_tensor(ir::DType::Float32, {8, 8}, 2));
+    ir::Value* gamma = g.add_constant("gamma", random_tensor(ir::DType::Float32, {8}, 3));
+    ir::Value* beta = g.add_constant("beta", random_tensor(ir::DType::Float32, {8}, 4));
+    ir::Value* h = g.add_node("MatMul", "mm1", {x, w1}, {"h"})->output(0);
+    ir::Value* s = g.add_node("Add", "residual", {h, x}, {"s"})->output(0);
+    std::vector<std::string> outs = {"y"};
+    if (variant == 1) outs.push_back("mean");
+    ir::Node* ln = g.add_node("LayerNormalization", "ln", {s, gamma, beta}, outs);
+    ir::Value* y = ln->output(0);
+    ir::Value* z = g.add_node("MatMul", "mm2", {y, w2}, {"z"})->output(0);
+    g.add_output(z);
+    g.add_output(y);
+    if (variant == 1) g.add_output(ln->output(1));
+    // Erf has no float16 kernel: it reads h through the same float32 Cast as the norm.
+    if (variant == 2) g.add_output(g.add_node("Erf", "erf", {h}, {"r"})->output(0));
+    ops::infer_types(g);
+    // As a CUDA partition compiles: fusion (the residual Add becomes input 3), the precision
+    // rewrite, then the Casts absorbed.
+    backends::fuse_residual_layernorm(g);
+    apply_precision(g, ir::DType::Float16, registry());
+    const size_t absorbed = absorb_layer_norm_casts(g);
+    const ir::Node* norm = node(g, "ln");
+    ASSERT_NE(norm, nullptr);
+    if (variant == 1) {  // Mean wanted: no residual fusion, no absorption
+      EXPECT_EQ(absorbed, 0u);
+      EXPECT_EQ(norm->annotation<NarrowCopy>(), nullptr);
+      EXPECT_EQ(norm->num_outputs(), 2u);
+      continue;
+    }
+    ASSERT_EQ(norm->num_inputs(), 4u) << variant;
+    // Y and its float16 copy.
+    ASSERT_EQ(norm->num_outputs(), 2u) << variant;
+    EXPECT_NE(norm->annotation<NarrowCopy>(), nullptr);
+    EXPECT_EQ(norm->output(0)->name(), "y");
+    EXPECT_EQ(norm->output(0)->type().dtype, ir::DType::Float32);
+    EXPECT_EQ(norm->output(1)->type().dtype, ir::DType::Float16);
+    EXPECT_EQ(g.outputs()[1], norm->output(0));
+    EXPECT_EQ(node(g, "mm2")->input(0), norm->output(1));
+    // The residual X is read as float32 (the graph input itself), gamma and beta float32.
+    EXPECT_EQ(norm->input(3), x);
+    EXPECT_EQ(norm->input(1), gamma);
+    if (variant == 0) {  // X: the MatMul's float16 result, no Cast between
+      EXPECT_EQ(absorbed, 2u);
+      EXPECT_EQ(norm->input(0), node(g, "mm1")->output(0));
+      EXPECT_EQ(norm->input(0)->type().dtype, ir::DType::Float16);
+    } else {  // the float32 Cast of h has a second reader: it stays
+      EXPECT_EQ(absorbed, 1u);
+      EXPECT_NE(cast_of(norm->input(0), ir::DType::Float32), nullptr);
+    }
+    for (const auto& n : g.nodes()) {
+      if (n->op_type() == "Cast") {
+        EXPECT_NE(n->input(0), norm->output(0)) << n->name();
+      }
+    }
+    expect_no_dead_casts(g);
+  }
 }
 
 }  // namespace

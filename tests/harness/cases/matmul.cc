@@ -216,24 +216,29 @@ void add_matmul_gelu(std::vector<Case>& cases) {
 // kernel where its values are 16-bit (backends/fusion/attention.cc): BERT's (q, k, v [B, S, H,
 // D] split into heads by Transposes, scores / sqrt(D), an additive padding mask [B, 1, 1, S],
 // softmax, context, the head merge back to [B, S, H, D]) and GPT's (scores * 1/sqrt(D), a
-// causal Where(cond, -inf, .), no merge: [B, H, S, D]); query and key tiles cut short (S = 70),
-// head dims below a tile (32, 40), not a multiple of 8 (36), and above the tensor-core kernel's
-// (160), no mask.
+// causal Where(cond, -inf, .), no merge: [B, H, S, D]); query and key tiles cut short (S = 1, 17,
+// 70, 129, 300), head dims the kernel pads (16, 40, 80), not a multiple of 8 (36), above the
+// tensor-core kernel's (160), value dims unlike the head dim, 12 heads, batch 3, no mask.
 struct AttentionSpec {
   int64_t batch, seq, heads, dim;
-  std::string mask;  // "add" (BERT), "where" (GPT, causal), "none"
+  std::string mask;   // "add" (BERT), "where" (GPT, causal), "none"
+  int64_t v_dim = 0;  // V's head dim; 0: dim
 };
 
 Reference attention_ref(const AttentionSpec& sp) {
   return [sp](const Inputs& in) {
     const int64_t B = sp.batch, S = sp.seq, H = sp.heads, D = sp.dim;
+    const int64_t Dv = sp.v_dim ? sp.v_dim : D;
     std::vector<double> q = to_doubles(*in[0]), k = to_doubles(*in[1]), v = to_doubles(*in[2]);
     std::vector<double> m = sp.mask == "none" ? std::vector<double>{} : to_doubles(*in[3]);
     const double alpha = 1 / std::sqrt(static_cast<double>(D));
     const bool merge = sp.mask != "where";
-    std::vector<double> out(static_cast<size_t>(B * S * H * D));
+    std::vector<double> out(static_cast<size_t>(B * S * H * Dv));
     auto at = [&](int64_t b, int64_t s, int64_t h, int64_t d) {
       return static_cast<size_t>(((b * S + s) * H + h) * D + d);
+    };
+    auto at_v = [&](int64_t b, int64_t s, int64_t h, int64_t d) {
+      return static_cast<size_t>(((b * S + s) * H + h) * Dv + d);
     };
     std::vector<double> p(static_cast<size_t>(S));
     for (int64_t b = 0; b < B; ++b)
@@ -251,15 +256,15 @@ Reference attention_ref(const AttentionSpec& sp) {
           }
           double sum = 0;
           for (double& x : p) sum += (x = std::exp(x - mx));
-          for (int64_t d = 0; d < D; ++d) {
+          for (int64_t d = 0; d < Dv; ++d) {
             double acc = 0;
-            for (int64_t j = 0; j < S; ++j) acc += p[static_cast<size_t>(j)] * v[at(b, j, h, d)];
+            for (int64_t j = 0; j < S; ++j) acc += p[static_cast<size_t>(j)] * v[at_v(b, j, h, d)];
             const size_t o =
-                merge ? at(b, i, h, d) : static_cast<size_t>(((b * H + h) * S + i) * D + d);
+                merge ? at_v(b, i, h, d) : static_cast<size_t>(((b * H + h) * S + i) * Dv + d);
             out[o] = acc / sum;
           }
         }
-    Shape shape = merge ? Shape{B, S, H, D} : Shape{B, H, S, D};
+    Shape shape = merge ? Shape{B, S, H, Dv} : Shape{B, H, S, Dv};
     return std::vector<Tensor>{tensor_of(in[0]->dtype(), shape, out)};
   };
 }
@@ -298,17 +303,21 @@ Prelude attention_prelude(const AttentionSpec& sp, DType dtype) {
 
 void add_attention(std::vector<Case>& cases) {
   const std::vector<AttentionSpec> specs = {
-      {2, 16, 2, 64, "add"},  {1, 70, 3, 64, "add"},     {2, 70, 2, 64, "where"},
-      {2, 20, 2, 32, "none"}, {1, 24, 2, 40, "add"},     {1, 24, 2, 36, "add"},
-      {1, 18, 2, 160, "add"}, {2, 130, 1, 128, "where"},
+      {2, 16, 2, 64, "add"},        {1, 70, 3, 64, "add"},     {2, 70, 2, 64, "where"},
+      {2, 20, 2, 32, "none"},       {1, 24, 2, 40, "add"},     {1, 24, 2, 36, "add"},
+      {1, 18, 2, 160, "add"},       {2, 130, 1, 128, "where"}, {1, 1, 2, 64, "add"},
+      {3, 17, 2, 16, "where"},      {1, 129, 2, 80, "add"},    {3, 100, 2, 128, "none"},
+      {1, 300, 1, 64, "where"},     {2, 15, 12, 32, "add"},    {2, 40, 2, 64, "add", 32},
+      {1, 33, 2, 32, "where", 128},
   };
   uint64_t seed = 1200;
   for (DType dtype : {DType::Float16, DType::BFloat16, DType::Float32})
     for (const AttentionSpec& sp : specs) {
       const Shape qkv = {sp.batch, sp.seq, sp.heads, sp.dim};
+      const Shape v_shape = {sp.batch, sp.seq, sp.heads, sp.v_dim ? sp.v_dim : sp.dim};
       Inputs inputs = {random_tensor(dtype, qkv, seed, -1.0, 1.0),
                        random_tensor(dtype, qkv, seed + 1, -1.0, 1.0),
-                       random_tensor(dtype, qkv, seed + 2, -1.0, 1.0)};
+                       random_tensor(dtype, v_shape, seed + 2, -1.0, 1.0)};
       if (sp.mask == "add") {
         // 0 where attended, float32's lowest over each row's padded tail (-inf in 16 bits).
         std::vector<double> m(static_cast<size_t>(sp.batch * sp.seq), 0.0);
@@ -326,8 +335,9 @@ void add_attention(std::vector<Case>& cases) {
       if (dtype == DType::BFloat16) tol = {3e-2, 3e-2};  // the scores and probabilities rounded
       const bool gpt = sp.mask == "where";
       cases.push_back(
-          {.name = fmt::format("attention/{}/b={}/s={}/h={}/d={}/mask={}", dtype_tag(dtype),
-                               sp.batch, sp.seq, sp.heads, sp.dim, sp.mask),
+          {.name = fmt::format("attention/{}/b={}/s={}/h={}/d={}/mask={}{}", dtype_tag(dtype),
+                               sp.batch, sp.seq, sp.heads, sp.dim, sp.mask,
+                               sp.v_dim ? fmt::format("/dv={}", sp.v_dim) : ""),
            .op = gpt ? "MatMul" : "Transpose",
            .inputs = inputs,
            .attributes = gpt ? std::vector<Attribute>{}

@@ -256,6 +256,15 @@ void add_layer_norm(std::vector<Case>& cases) {
       {{4, 9, 16}, {9, 1}, {9, 16}, -1},        // Scale and B vary per row
       {{4, 9, 16}, {4, 1, 16}, {1, 9, 1}, 2},   // both vary before the axis
       {{2, 3, 5, 7}, {3, 1, 7}, {1, 5, 1}, 2},  // two normalized dims
+      // cuda's row kernel: scalar rows, 16-byte rows of one and two slots a thread, several
+      // short rows a block; then the generic kernel past 8192.
+      {{3, 7}, {7}, {7}, -1},
+      {{7, 1000}, {1000}, {1000}, -1},
+      {{2, 3072}, {3072}, {3072}, -1},
+      {{3, 4096}, {4096}, {4096}, -1},
+      {{2, 5000}, {5000}, {5000}, -1},
+      {{1030, 64}, {64}, {64}, -1},
+      {{2, 9000}, {9000}, {9000}, -1},
   };
   for (DType dtype : kFloatTypes) {
     for (int64_t rows : {1, 7, 128, 512})
@@ -437,10 +446,10 @@ Reference sum_then(size_t extra, Reference ref) {
   };
 }
 
-// Residual Add -> LayerNormalization: residuals of X's shape (added in cuda's warp-per-row
-// kernel from 1024 rows: BERT's rows of 768 at 8 x 128; below, and for odd sizes and two
-// normalized dims, summed first), rows longer than the register kernel's, float64 (both summed
-// first on cuda), and sums that broadcast X or Z (summed first everywhere).
+// Residual Add -> LayerNormalization: residuals of X's shape (added in the cuda kernels at
+// every row length and count: BERT's rows of 768 at 1 x 128 and 8 x 128, odd sizes, two
+// normalized dims, rows past the register kernel's, float64), and sums that broadcast X or Z
+// (summed first everywhere).
 void add_fused_layer_norm(std::vector<Case>& cases) {
   struct Shapes {
     Shape x, z;
@@ -451,7 +460,9 @@ void add_fused_layer_norm(std::vector<Case>& cases) {
       {{1030, 33}, {1030, 33}, -1},       {{3, 5, 33}, {3, 5, 33}, -1},
       {{3, 5, 33}, {3, 5, 33}, 1},        {{4, 1500}, {4, 1500}, -1},
       {{1, 5, 16}, {3, 5, 16}, -1},       {{3, 5, 16}, {16}, -1},
-      {{3, 5, 16}, {3, 1, 16}, -1},
+      {{3, 5, 16}, {3, 1, 16}, -1},       {{1, 128, 768}, {1, 128, 768}, -1},
+      {{3, 4096}, {3, 4096}, -1},         {{2, 5000}, {2, 5000}, -1},
+      {{2, 9000}, {2, 9000}, -1},
   };
   uint64_t seed = 9000;
   for (DType dtype : kFloatTypes)

@@ -38,14 +38,26 @@ struct AttentionArgs {
   const void* mask = nullptr;
   int64_t mask_stride[4] = {};  ///< batch, head, query, key
   float fill = 0;
+  /// Warps per CTA of the tensor-core kernel, 16 query rows each: 0 chooses them
+  /// (attention_warps_per_cta); 1, 2 or 4 force them (tests, benchmarks); any other value makes
+  /// launch_attention return cudaErrorInvalidValue.
+  int32_t warps_per_cta = 0;
 };
 
-/// Head dims up to this run on the tensor cores (wmma tiles of 64 queries x 64 keys); larger
-/// ones on a per-row kernel.
+/// Head dims up to this run on the tensor cores (mma.sync tiles of 16 query rows per warp x 64
+/// keys, on sm_80 and later); larger ones, and older GPUs, on a per-row kernel.
 constexpr int64_t kAttentionTensorCoreMaxDim = 128;
 
+/// The warps per CTA the tensor-core kernel runs `a` with on a GPU of `sm_count`
+/// multiprocessors: a.warps_per_cta when set, else the most of 4, 2 and 1 that still give about
+/// two CTAs per multiprocessor (one when even single-warp CTAs fall short). Host only; makes no
+/// CUDA call.
+int attention_warps_per_cta(const AttentionArgs& a, int sm_count);
+
 /// Enqueues the attention on `stream`; kv_len must be > 0 (an empty softmax has no result to
-/// normalize: the caller writes zeros). Returns cudaGetLastError().
+/// normalize: the caller writes zeros). Returns cudaErrorInvalidValue for kv_len <= 0, a dtype
+/// other than float16 and bfloat16 or a warps_per_cta other than 0, 1, 2 and 4 (nothing
+/// enqueued), a failed device query's error, else cudaGetLastError() after the launch.
 cudaError_t launch_attention(const AttentionArgs& a, cudaStream_t stream);
 
 }  // namespace switchyard::cuda

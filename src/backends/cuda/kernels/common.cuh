@@ -7,6 +7,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdint>
 
 #include "switchyard/dtype.hpp"
@@ -70,6 +71,46 @@ __device__ __forceinline__ __half from_float<__half>(float v) {
 template <>
 __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
   return __float2bfloat16_rn(v);
+}
+
+/// 16 bytes of T: the unit of one vectorized global access (LDG.128 / STG.128).
+template <typename T>
+struct alignas(16) Vec16 {
+  static constexpr int kSize = static_cast<int>(16 / sizeof(T));
+  T v[kSize];
+};
+
+/// The Vec16 at p, which must be 16-byte aligned.
+template <typename T>
+__device__ __forceinline__ Vec16<T> load_vec16(const T* p) {
+  return *reinterpret_cast<const Vec16<T>*>(p);
+}
+template <typename T>
+__device__ __forceinline__ void store_vec16(T* p, const Vec16<T>& v) {
+  *reinterpret_cast<Vec16<T>*>(p) = v;
+}
+
+/// Whether p may be accessed as Vec16 (host side).
+inline bool is_aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+/// Streaming multiprocessors of the current device, queried once per device (launch shapes only:
+/// never what a kernel computes); 1 where the query fails.
+inline int sm_count() {
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int> cached[kMaxDevices];
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kMaxDevices) {
+    (void)cudaGetLastError();  // the launch that follows reports its own status
+    return 1;
+  }
+  int n = cached[device].load(std::memory_order_relaxed);
+  if (n > 0) return n;
+  if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || n < 1) {
+    (void)cudaGetLastError();
+    return 1;
+  }
+  cached[device].store(n, std::memory_order_relaxed);
+  return n;
 }
 
 }  // namespace switchyard::cuda::dev

@@ -2,6 +2,7 @@
 // cuBLASLt's GELU epilogue is the tanh approximation — and bias/activation, the tanh GELU
 // included, where no cuBLASLt epilogue is used) and the broadcast of Gemm's C into the output.
 // Compute in float (double for float64), store in the storage type.
+#include <cstdint>
 #include <type_traits>
 
 #include "backends/cuda/kernels/common.cuh"
@@ -17,25 +18,24 @@ using dev::to_float;
 template <typename T>
 using compute_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
-template <typename C>
-__device__ __forceinline__ C activate(C x, MatMulActivation act) {
-  switch (act) {
-    case MatMulActivation::Relu:
-      return x > C(0) ? x : C(0);
-    case MatMulActivation::Gelu:
-      if constexpr (std::is_same_v<C, double>) {
-        return 0.5 * x * (1.0 + erf(x * 0.7071067811865476));
-      } else {
-        return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f));
-      }
-    case MatMulActivation::GeluTanh:
-      if constexpr (std::is_same_v<C, double>) {
-        return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
-      } else {
-        return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
-      }
-    default:
-      return x;
+template <MatMulActivation kAct, typename C>
+__device__ __forceinline__ C activate(C x) {
+  if constexpr (kAct == MatMulActivation::Relu) {
+    return x > C(0) ? x : C(0);
+  } else if constexpr (kAct == MatMulActivation::Gelu) {
+    if constexpr (std::is_same_v<C, double>) {
+      return 0.5 * x * (1.0 + erf(x * 0.7071067811865476));
+    } else {
+      return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f));
+    }
+  } else if constexpr (kAct == MatMulActivation::GeluTanh) {
+    if constexpr (std::is_same_v<C, double>) {
+      return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+    } else {
+      return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+    }
+  } else {
+    return x;
   }
 }
 
@@ -57,14 +57,68 @@ __device__ __forceinline__ T store(compute_t<T> v) {
   }
 }
 
-template <typename T>
+// Index i's column in rows of n: 32-bit division where the indices fit (`index32`), as 64-bit
+// division is a long instruction sequence.
+__device__ __forceinline__ int64_t column_of(int64_t i, int64_t n, bool index32) {
+  if (index32) return static_cast<uint32_t>(i) % static_cast<uint32_t>(n);
+  return i % n;
+}
+
+// y[i] = act(y[i] + bias[i % n]) elementwise: rows whose length or alignment does not allow
+// bias_activation_vec_kernel.
+template <typename T, MatMulActivation kAct>
 __global__ void bias_activation_kernel(T* y, const T* bias, int64_t total, int64_t n,
-                                       MatMulActivation act) {
+                                       bool index32) {
   SY_GRID_STRIDE(i, total) {
     compute_t<T> v = load(y[i]);
-    if (bias) v += load(bias[i % n]);
-    y[i] = store<T>(activate(v, act));
+    if (bias) v += load(bias[column_of(i, n, index32)]);
+    y[i] = store<T>(activate<kAct>(v));
   }
+}
+
+// The same 16 bytes at a time: `vectors` Vec16s of y (16-byte aligned), with a bias (aligned,
+// n a multiple of Vec16's size) read as `columns` Vec16s; then the `tail` elements after them
+// (only without a bias).
+template <typename T, MatMulActivation kAct>
+__global__ void bias_activation_vec_kernel(T* y, const T* bias, int64_t vectors, int64_t columns,
+                                           int tail, bool index32) {
+  using Vec = dev::Vec16<T>;
+  SY_GRID_STRIDE(i, vectors) {
+    Vec q = dev::load_vec16(y + i * Vec::kSize);
+    if (bias) {
+      const Vec b = dev::load_vec16(bias + column_of(i, columns, index32) * Vec::kSize);
+#pragma unroll
+      for (int k = 0; k < Vec::kSize; ++k) {
+        compute_t<T> v = load(q.v[k]);
+        v += load(b.v[k]);
+        q.v[k] = store<T>(activate<kAct>(v));
+      }
+    } else {
+#pragma unroll
+      for (int k = 0; k < Vec::kSize; ++k) q.v[k] = store<T>(activate<kAct>(load(q.v[k])));
+    }
+    dev::store_vec16(y + i * Vec::kSize, q);
+  }
+  if (blockIdx.x == 0 && static_cast<int>(threadIdx.x) < tail) {
+    const int64_t i = vectors * Vec::kSize + threadIdx.x;
+    y[i] = store<T>(activate<kAct>(load(y[i])));
+  }
+}
+
+template <typename T, MatMulActivation kAct>
+cudaError_t bias_activation_typed(T* y, const T* bias, int64_t total, int64_t n,
+                                  cudaStream_t stream) {
+  constexpr int kSize = dev::Vec16<T>::kSize;
+  const bool index32 = total <= static_cast<int64_t>(UINT32_MAX);
+  if (dev::is_aligned16(y) && (!bias || (n % kSize == 0 && dev::is_aligned16(bias)))) {
+    const int64_t vectors = total / kSize;
+    bias_activation_vec_kernel<T, kAct><<<dev::blocks_for(vectors), dev::kThreads, 0, stream>>>(
+        y, bias, vectors, n / kSize, static_cast<int>(total % kSize), index32);
+  } else {
+    bias_activation_kernel<T, kAct>
+        <<<dev::blocks_for(total), dev::kThreads, 0, stream>>>(y, bias, total, n, index32);
+  }
+  return cudaGetLastError();
 }
 
 template <typename T>
@@ -83,9 +137,18 @@ cudaError_t launch_bias_activation(DType dtype, void* y, const void* bias, int64
   const int64_t total = rows * n;
   if (total == 0) return cudaSuccess;
   return SY_DISPATCH_FLOAT(dtype, T, {
-    bias_activation_kernel<T><<<dev::blocks_for(total), dev::kThreads, 0, stream>>>(
-        static_cast<T*>(y), static_cast<const T*>(bias), total, n, act);
-    return cudaGetLastError();
+    T* py = static_cast<T*>(y);
+    const T* pb = static_cast<const T*>(bias);
+    switch (act) {
+      case MatMulActivation::Relu:
+        return bias_activation_typed<T, MatMulActivation::Relu>(py, pb, total, n, stream);
+      case MatMulActivation::Gelu:
+        return bias_activation_typed<T, MatMulActivation::Gelu>(py, pb, total, n, stream);
+      case MatMulActivation::GeluTanh:
+        return bias_activation_typed<T, MatMulActivation::GeluTanh>(py, pb, total, n, stream);
+      default:
+        return bias_activation_typed<T, MatMulActivation::None>(py, pb, total, n, stream);
+    }
   });
 }
 

@@ -4,7 +4,8 @@
 // LpNormalization and MeanVarianceNormalization, for float32/float16/bfloat16/float64.
 // LayerNormalization also takes the fused residual Add (input 3, backends/fusion/fusion.h).
 // Attribute, shape and error rules mirror the CPU kernels (src/backends/cpu/kernels/
-// normalization.cc), which the GPU is tested against; device code is in normalization.cu.
+// normalization.cc), which the GPU is tested against; device code is in layer_norm.cu and
+// normalization.cu.
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/kernels/fused_sum.h"
 #include "backends/cuda/kernels/normalization_impl.h"
+#include "backends/cuda/precision.h"
 #include "ops/op_kind.h"
 #include "ops/shape_inference.h"
 
@@ -224,80 +226,109 @@ class LayerNormKernel : public runtime::Kernel {
       : axis_(init.node.attr_int("axis", -1)),
         epsilon_(init.node.attr_float("epsilon", 1e-5f)),
         stash_(static_cast<DType>(init.node.attr_int("stash_type", 1))),
-        stats_dtype_(output_dtype(init.node, 1, stash_)) {}
+        narrow_(init.node.annotation<NarrowCopy>() != nullptr),
+        stats_dtype_(narrow_ ? stash_ : output_dtype(init.node, 1, stash_)),
+        y_dtype_(init.node.output(0)->type().dtype),
+        narrow_dtype_(narrow_ ? init.node.output(1)->type().dtype : DType::Undefined) {
+    SY_CHECK(!narrow_ || (init.node.num_outputs() == 2 && (narrow_dtype_ == DType::Float16 ||
+                                                           narrow_dtype_ == DType::BFloat16)),
+             Internal, "{}: a narrow copy is output 1 of a 2-output node, float16 or bfloat16",
+             init.node.describe());
+  }
 
   void run(KernelContext& ctx) const override {
-    // Input 3 (fusion.h): a residual Z, Y = LN(X + Z). Of X's shape it is added row by row;
-    // one that broadcasts otherwise, or rows the kernel does not hold in registers, are summed
-    // first.
+    // Input 3 (fusion.h): a residual Z, Y = LN(X + Z). Of X's shape the kernel adds it row by
+    // row, each widened as it is read (absorb_layer_norm_casts may leave either 16-bit and the
+    // other float32);
+    // one that broadcasts otherwise is summed first, in X's dtype.
     const ir::Tensor* residual = ctx.has_input(3) ? &ctx.input(3) : nullptr;
     if (!residual) {
       normalize(ctx, ctx.input(0), nullptr);
       return;
     }
     const ir::Tensor& x = ctx.input(0);
+    if (residual->shape() == x.shape() && x.rank() > 0) {
+      if (!ir::dtype_is_float(residual->dtype()))
+        ctx.fail("the fused residual is {}, not a float type", ir::dtype_name(residual->dtype()));
+      normalize(ctx, x, residual);
+      return;
+    }
     if (residual->dtype() != x.dtype())
       ctx.fail("the fused residual is {}, X is {}", ir::dtype_name(residual->dtype()),
                ir::dtype_name(x.dtype()));
-    if (residual->shape() == x.shape() && x.rank() > 0) {
-      const int64_t axis = ops::normalize_axis(ctx.node(), axis_, x.rank());
-      const int64_t cols = product(x.shape(), static_cast<size_t>(axis), x.shape().size());
-      const int64_t rows = cols > 0 ? x.numel() / cols : 0;
-      if (layer_norm_takes_residual(rows, cols,
-                                    stash_ == DType::Float64 || x.dtype() == DType::Float64)) {
-        normalize(ctx, x, residual);
-        return;
-      }
-    }
     normalize(ctx, broadcast_sum(ctx, x, *residual, "residual"), nullptr);
   }
 
  private:
-  // LN(x + residual) (residual null, or of x's shape and dtype with rows the kernel adds).
+  // LN(x + residual) (residual null, or of x's shape and dtype).
   void normalize(KernelContext& ctx, const ir::Tensor& x, const ir::Tensor* residual) const {
     if (x.rank() == 0) ctx.fail("X must have rank >= 1");
     const int64_t axis = ops::normalize_axis(ctx.node(), axis_, x.rank());
+    // Y's dtype is X's, except where absorb_layer_norm_casts left a 16-bit X under a float32 Y;
+    // Scale and B have Y's.
+    const DType yd = y_dtype(x);
     const ir::Tensor& scale = ctx.input(1);
-    if (scale.dtype() != x.dtype())
-      ctx.fail("Scale has dtype {}, expected {} like X", ir::dtype_name(scale.dtype()),
-               ir::dtype_name(x.dtype()));
+    if (scale.dtype() != yd)
+      ctx.fail("Scale has dtype {}, expected {} like Y", ir::dtype_name(scale.dtype()),
+               ir::dtype_name(yd));
     const bool has_bias = ctx.has_input(2);
-    if (has_bias && ctx.input(2).dtype() != x.dtype())
-      ctx.fail("B has dtype {}, expected {} like X", ir::dtype_name(ctx.input(2).dtype()),
-               ir::dtype_name(x.dtype()));
+    if (has_bias && ctx.input(2).dtype() != yd)
+      ctx.fail("B has dtype {}, expected {} like Y", ir::dtype_name(ctx.input(2).dtype()),
+               ir::dtype_name(yd));
     LayerNormArgs a;
     broadcast_operand(ctx, scale, x, axis, "Scale", a.scale_per_column, a.scale_view);
     if (has_bias)
       broadcast_operand(ctx, ctx.input(2), x, axis, "B", a.bias_per_column, a.bias_view);
     std::vector<int64_t> stats_shape = x.shape();
     for (int64_t i = axis; i < x.rank(); ++i) stats_shape[static_cast<size_t>(i)] = 1;
-    ir::Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
-    ir::Tensor* mean =
-        ctx.num_outputs() > 1 ? &ctx.allocate_output(1, stats_dtype_, stats_shape) : nullptr;
-    ir::Tensor* inv =
-        ctx.num_outputs() > 2 ? &ctx.allocate_output(2, stats_dtype_, stats_shape) : nullptr;
+    ir::Tensor& y = ctx.allocate_output(0, yd, x.shape());
+    // A NarrowCopy's output 1 is Y in 16 bits, not Mean.
+    ir::Tensor* copy = narrow_ ? &ctx.allocate_output(1, narrow_dtype_, x.shape()) : nullptr;
+    ir::Tensor* mean = !narrow_ && ctx.num_outputs() > 1
+                           ? &ctx.allocate_output(1, stats_dtype_, stats_shape)
+                           : nullptr;
+    ir::Tensor* inv = !narrow_ && ctx.num_outputs() > 2
+                          ? &ctx.allocate_output(2, stats_dtype_, stats_shape)
+                          : nullptr;
     a.rows = product(x.shape(), 0, static_cast<size_t>(axis));
     a.cols = product(x.shape(), static_cast<size_t>(axis), x.shape().size());
     // Rows of zero columns still have (NaN) statistics, as on the CPU.
     if (a.rows == 0 || (a.cols == 0 && !mean && !inv)) return;
-    a.dtype = x.dtype();
+    a.dtype = yd;
+    a.x_dtype = x.dtype();
     a.x = x.raw();
+    a.y_dtype = yd;
     a.y = y.raw();
+    if (copy) {
+      a.y_narrow = copy->raw();
+      a.y_narrow_dtype = narrow_dtype_;
+    }
     a.scale = scale.raw();
     a.bias = has_bias ? ctx.input(2).raw() : nullptr;
     a.residual = residual ? residual->raw() : nullptr;
+    if (residual) a.residual_dtype = residual->dtype();
     a.epsilon = epsilon_;
-    a.double_stats = stash_ == DType::Float64 || x.dtype() == DType::Float64;
+    a.double_stats = stash_ == DType::Float64 || x.dtype() == DType::Float64 || yd == DType::Float64;
     a.stats_dtype = stats_dtype_;
     a.mean = mean ? mean->raw() : nullptr;
     a.inv_std_dev = inv ? inv->raw() : nullptr;
     SY_CUDA_CHECK(launch_layer_norm(a, stream_of(ctx)));
   }
 
+  // Y's dtype: X's, or float32 where the node declares a float32 Y over a 16-bit X (the form
+  // absorb_layer_norm_casts makes).
+  DType y_dtype(const ir::Tensor& x) const {
+    const bool narrow_x = x.dtype() == DType::Float16 || x.dtype() == DType::BFloat16;
+    return narrow_x && y_dtype_ == DType::Float32 ? DType::Float32 : x.dtype();
+  }
+
   int64_t axis_;
   float epsilon_;
   DType stash_;
+  bool narrow_;  // NarrowCopy (fusion.h): output 1 is Y converted to narrow_dtype_
   DType stats_dtype_;
+  DType y_dtype_;
+  DType narrow_dtype_;
 };
 
 class LpNormKernel : public runtime::Kernel {

@@ -1,6 +1,6 @@
-// Launch API of the normalization family's CUDA kernels (normalization.cu): LayerNormalization,
-// inference BatchNormalization, Instance/GroupNormalization, LpNormalization and
-// MeanVarianceNormalization. Plain C++ so the host side (normalization.cc) includes it without
+// Launch API of the normalization family's CUDA kernels (layer_norm.cu, normalization.cu):
+// LayerNormalization, inference BatchNormalization, Instance/GroupNormalization, LpNormalization
+// and MeanVarianceNormalization. Plain C++ so the host side (normalization.cc) includes it without
 // nvcc. Every launcher enqueues on `stream`, never synchronises, and returns cudaGetLastError().
 // Data dtypes: float32, float16, bfloat16, float64; statistics accumulate in float (double for
 // float64 data, and for LayerNormalization with stash_type double).
@@ -24,11 +24,18 @@ struct NormDims {
   int64_t strides[kNormMaxRank] = {};
 };
 
-/// LayerNormalization of `rows` contiguous rows of `cols` values.
+/// LayerNormalization of `rows` contiguous rows of `cols` values: Y = (S - mean(S)) /
+/// sqrt(var(S) + epsilon) * scale + bias per row, with S = X, or S = X + Z with a residual.
+/// X, Z and Y may have different dtypes (the Casts around a residual stream kept in float32 under
+/// --precision fp16/bf16, absorbed), and a second output may carry Y in a narrower type.
 struct LayerNormArgs {
-  DType dtype = DType::Float32;  ///< of x, y, scale and bias
+  /// Of scale and bias; also of x, residual and y wherever their own dtype is Undefined (the
+  /// single-dtype form every plain LayerNormalization uses).
+  DType dtype = DType::Float32;
+  DType x_dtype = DType::Undefined;  ///< X's (Undefined: `dtype`)
   const void* x = nullptr;
-  void* y = nullptr;
+  DType y_dtype = DType::Undefined;  ///< Y's (Undefined: `dtype`)
+  void* y = nullptr;                 ///< null: Y is not written (only y_narrow, say)
   /// Scale (and bias, null when absent) broadcast to X's shape. With `*_per_column` the operand
   /// is the same for every row and element j of a row reads element j of it; otherwise element
   /// (r, j) reads offset(r * cols + j) through `*_view`.
@@ -38,36 +45,38 @@ struct LayerNormArgs {
   const void* bias = nullptr;
   bool bias_per_column = true;
   NormDims bias_view;
-  /// A residual Z of X's shape and dtype (the fused residual Add, fusion.h), null when absent:
-  /// Y = LN(X + Z) with the sum rounded to the dtype as the Add would leave it. Only where
-  /// layer_norm_takes_residual(); the caller sums first elsewhere.
+  /// A residual Z of X's shape (the fused residual Add, fusion.h), null when absent. S is the sum
+  /// as the unfused Casts and Add leave it: X and Z widened, added in float (in double where Y is
+  /// float64) and rounded to Y's dtype. Every row length and statistics type takes it.
   const void* residual = nullptr;
+  DType residual_dtype = DType::Undefined;  ///< Z's (Undefined: `dtype`)
+  /// A second output of X's shape, null when absent: the values Y holds, converted to
+  /// `y_narrow_dtype` (Float16 or BFloat16) by the saturating cast (launch_cast with saturate,
+  /// precision.h's SaturatingCast): finite values beyond the type's range become its largest
+  /// finite value with their sign; infinities and NaN stay. For a float32 Y, bit for bit the
+  /// Cast the precision rewrite puts after the LayerNormalization.
+  void* y_narrow = nullptr;
+  DType y_narrow_dtype = DType::Float16;
   int64_t rows = 0;
   int64_t cols = 0;
   float epsilon = 1e-5f;
-  bool double_stats = false;  ///< accumulate in double (float64 data or stash_type double)
+  /// Accumulate in double (stash_type double); float64 X or Y accumulate in double regardless.
+  bool double_stats = false;
   /// Per-row outputs (null when not wanted), float dtype `stats_dtype`.
   DType stats_dtype = DType::Float32;
   void* mean = nullptr;
   void* inv_std_dev = nullptr;
 };
+
+/// Enqueues the LayerNormalization `a` describes. cudaErrorInvalidValue for a dtype that is not
+/// a float type or a y_narrow_dtype other than Float16/BFloat16.
 cudaError_t launch_layer_norm(const LayerNormArgs& a, cudaStream_t stream);
 
-/// Rows up to this long (with float statistics) are normalized by one warp each from registers,
-/// reading X and a residual once.
-constexpr int64_t kLayerNormRegisterCols = 1024;
-
-/// ... when there are at least this many rows: a warp per row leaves most of the GPU idle below
-/// (measured on the H200 with ncu: bert_base b1's 128 rows of 768 took 41 us a LayerNorm, eight
-/// warps on each of 16 SMs); fewer rows go to the block-per-row kernel.
-constexpr int64_t kLayerNormWarpMinRows = 1024;
-
-/// Whether launch_layer_norm adds LayerNormArgs::residual itself for `rows` rows of `cols`
-/// values.
-inline bool layer_norm_takes_residual(int64_t rows, int64_t cols, bool double_stats) {
-  return !double_stats && cols > 0 && cols <= kLayerNormRegisterCols &&
-         rows >= kLayerNormWarpMinRows;
-}
+/// Rows up to this long, with float statistics and no float64 operand, are normalized from
+/// registers, X and Z read once (one row per block of up to 1024 threads, 16-byte accesses where
+/// cols % 8 == 0 and every row operand is 16-byte aligned); longer rows and double statistics
+/// read them three times.
+constexpr int64_t kLayerNormRowMaxCols = 8192;
 
 /// A per-channel parameter of BatchNormalization: any float dtype.
 struct ChannelParam {
