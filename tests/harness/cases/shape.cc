@@ -242,6 +242,18 @@ std::vector<Case> shape_cases() {
         {}, 2);
     add("Split/" + d + "/empty", "Split", {data_of(dt, {0, 4}, ++seed)}, {int_attr("axis", 1)}, {},
         2);
+    // GPT's fused QKV product split three ways (16-byte moves), an odd row (1-element moves).
+    add("Split/" + d + "/qkv", "Split", {data_of(dt, {2, 16, 96}, ++seed)}, {int_attr("axis", -1)},
+        {}, 3);
+    add("Split/" + d + "/3,1,5 axis 2", "Split",
+        {data_of(dt, {3, 2, 9}, ++seed), int64_tensor({3, 1, 5})}, {int_attr("axis", 2)}, {}, 3);
+  }
+  {  // more outputs than one launch takes (SplitChunk::kMaxOutputs = 32), some empty
+    std::vector<int64_t> sizes;
+    for (int64_t i = 0; i < 40; ++i) sizes.push_back(i % 3);
+    add("Split/f32/40 outputs", "Split", {data_of(DType::Float32, {2, 39, 3}, ++seed),
+                                           int64_tensor(sizes)},
+        {int_attr("axis", 1)}, {}, 40);
   }
   struct SliceCase {
     Shape shape;

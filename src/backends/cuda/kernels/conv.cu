@@ -4,7 +4,10 @@
 // NHWC -> NCHW transpose of an NHWC result.
 #include <cuda_runtime.h>
 
+#include <type_traits>
+
 #include "backends/cuda/kernels/common.cuh"
+
 #include "backends/cuda/kernels/conv_impl.h"
 
 namespace switchyard::cuda {
@@ -54,29 +57,66 @@ struct ActParams {
 
 ActParams act_params(const ConvEpilogue& e) { return {e.activation, e.clip_lo, e.clip_hi}; }
 
-__device__ __forceinline__ float activate(float v, const ActParams& act) {
+// The type the epilogue computes in: double for a float64 result, float otherwise.
+template <typename T>
+using acc_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+template <typename T>
+__device__ __forceinline__ acc_t<T> widen(T v) {
+  if constexpr (std::is_same_v<T, double>) {
+    return v;
+  } else {
+    return to_float(v);
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ T narrow(acc_t<T> v) {
+  if constexpr (std::is_same_v<T, double>) {
+    return v;
+  } else {
+    return from_float<T>(v);
+  }
+}
+
+template <typename C>
+__device__ __forceinline__ C activate(C v, const ActParams& act) {
+  constexpr bool kDouble = std::is_same_v<C, double>;
   switch (act.kind) {
     case ConvActivation::Clip:
-      return fminf(fmaxf(v, act.lo), act.hi);
+      if constexpr (kDouble) {
+        return fmin(fmax(v, static_cast<double>(act.lo)), static_cast<double>(act.hi));
+      } else {
+        return fminf(fmaxf(v, act.lo), act.hi);
+      }
     case ConvActivation::Relu:
-      return v > 0.f ? v : 0.f;
+      return v > C(0) ? v : C(0);
     case ConvActivation::Sigmoid:
-      return 1.f / (1.f + expf(-v));
+      if constexpr (kDouble) {
+        return 1.0 / (1.0 + exp(-v));
+      } else {
+        return 1.f / (1.f + expf(-v));
+      }
     case ConvActivation::Tanh:
-      return tanhf(v);
+      if constexpr (kDouble) {
+        return tanh(v);
+      } else {
+        return tanhf(v);
+      }
     case ConvActivation::None:
       break;
   }
   return v;
 }
 
-// Output element i of channel c of an NCHW result: act(v + bias[c] + residual[i]).
+// Output element i of channel c of an NCHW result: act(v + bias[c] + residual[i]), computed in
+// acc_t<T> (float64 results keep double precision).
 template <typename T>
-__device__ __forceinline__ T finish(float v, int64_t i, int64_t c, const T* bias, const T* residual,
-                                    const ActParams& act) {
-  if (bias) v += to_float(bias[c]);
-  if (residual) v += to_float(residual[i]);
-  return from_float<T>(activate(v, act));
+__device__ __forceinline__ T finish(acc_t<T> v, int64_t i, int64_t c, const T* bias,
+                                    const T* residual, const ActParams& act) {
+  if (bias) v += widen(bias[c]);
+  if (residual) v += widen(residual[i]);
+  return narrow<T>(activate(v, act));
 }
 
 // Stores into y [N, C, S] from an NHWC source viewed as [N, S, C] (rows S, cols C).
@@ -140,7 +180,56 @@ __global__ void epilogue_in_place_kernel(T* y, int64_t total, int64_t channels, 
                                          ActParams act) {
   SY_GRID_STRIDE(i, total) {
     int64_t c = nhwc ? i % channels : (i / spatial) % channels;
-    y[i] = finish(to_float(y[i]), i, c, bias, residual, act);
+    y[i] = finish(widen(y[i]), i, c, bias, residual, act);
+  }
+}
+
+// The same 16 bytes at a time: `vectors` Vec16s of y, each inside one channel run (NHWC:
+// channels a multiple of Vec16's size, the vector's channels consecutive; NCHW: spatial a
+// multiple of it, one channel per vector), y, bias and residual 16-byte aligned. Indices in 32
+// bits where they fit (the 64-bit division was most of the scalar kernel's time).
+template <typename T>
+__global__ void epilogue_in_place_vec_kernel(T* y, int64_t vectors, int64_t channels,
+                                             int64_t spatial, bool nhwc, bool index32,
+                                             const T* bias, const T* residual, ActParams act) {
+  using Vec = dev::Vec16<T>;
+  constexpr int kSize = Vec::kSize;
+  SY_GRID_STRIDE(i, vectors) {
+    const int64_t e = i * kSize;  // the vector's first element
+    int64_t c;
+    if (index32) {
+      const uint32_t u = static_cast<uint32_t>(e);
+      c = nhwc ? u % static_cast<uint32_t>(channels)
+               : (u / static_cast<uint32_t>(spatial)) % static_cast<uint32_t>(channels);
+    } else {
+      c = nhwc ? e % channels : (e / spatial) % channels;
+    }
+    Vec q = dev::load_vec16(y + e);
+    // As finish(): ((y + bias) + residual), then the activation, each step in acc_t<T>.
+    using C = acc_t<T>;
+    C b[kSize], r[kSize];
+    if (bias && nhwc) {
+      const Vec bv = dev::load_vec16(bias + c);
+#pragma unroll
+      for (int k = 0; k < kSize; ++k) b[k] = widen(bv.v[k]);
+    } else {
+      const C bc = bias ? widen(bias[c]) : C(0);
+#pragma unroll
+      for (int k = 0; k < kSize; ++k) b[k] = bc;
+    }
+    if (residual) {
+      const Vec rv = dev::load_vec16(residual + e);
+#pragma unroll
+      for (int k = 0; k < kSize; ++k) r[k] = widen(rv.v[k]);
+    }
+#pragma unroll
+    for (int k = 0; k < kSize; ++k) {
+      C v = widen(q.v[k]);
+      if (bias) v += b[k];
+      if (residual) v += r[k];
+      q.v[k] = narrow<T>(activate(v, act));
+    }
+    dev::store_vec16(y + e, q);
   }
 }
 
@@ -238,10 +327,21 @@ cudaError_t launch_conv_epilogue_in_place(DType dtype, void* y, int64_t batch, i
   int64_t total = batch * channels * spatial_size;
   if (total == 0) return cudaSuccess;
   return SY_DISPATCH_FLOAT(dtype, T, {
+    constexpr int64_t kSize = dev::Vec16<T>::kSize;
+    T* py = static_cast<T*>(y);
+    const T* bias = static_cast<const T*>(epilogue.bias);
+    const T* residual = static_cast<const T*>(epilogue.residual);
+    const bool runs = nhwc ? channels % kSize == 0 : spatial_size % kSize == 0;
+    if (runs && dev::is_aligned16(py) && (!bias || !nhwc || dev::is_aligned16(bias)) &&
+        (!residual || dev::is_aligned16(residual))) {
+      const int64_t vectors = total / kSize;
+      epilogue_in_place_vec_kernel<T><<<dev::blocks_for(vectors), dev::kThreads, 0, stream>>>(
+          py, vectors, channels, spatial_size, nhwc, total <= static_cast<int64_t>(UINT32_MAX),
+          bias, residual, act_params(epilogue));
+      return cudaGetLastError();
+    }
     epilogue_in_place_kernel<T><<<dev::blocks_for(total), dev::kThreads, 0, stream>>>(
-        static_cast<T*>(y), total, channels, spatial_size, nhwc,
-        static_cast<const T*>(epilogue.bias), static_cast<const T*>(epilogue.residual),
-        act_params(epilogue));
+        py, total, channels, spatial_size, nhwc, bias, residual, act_params(epilogue));
     return cudaGetLastError();
   });
 }

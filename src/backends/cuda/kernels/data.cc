@@ -447,20 +447,29 @@ class SplitKernel : public runtime::Kernel {
     const int64_t outer = product(in.shape(), 0, axis);
     const int64_t inner = product(in.shape(), axis + 1, in.shape().size());
     const int es = elem_size(in.dtype());
+    // Output i is `outer` rows of sizes[i] * inner elements, one per input row: every output
+    // in one launch (GPT's fused QKV product split three ways is one kernel, not three).
+    data::SplitChunk chunk;
+    chunk.src_row = dim * inner;
+    chunk.outer = outer;
     int64_t offset = 0;
     for (size_t i = 0; i < n; ++i) {
       std::vector<int64_t> shape = in.shape();
       shape[axis] = sizes[i];
       ir::Tensor& out = ctx.allocate_output(i, in.dtype(), shape);
       if (out.numel() > 0) {
-        // Output i is `outer` rows of sizes[i] * inner elements, one per input row.
-        const char* src = static_cast<const char*>(in.raw()) + offset * inner * es;
-        SY_CUDA_CHECK(data::launch_strided_copy(
-            src, out.raw(), es, merged_view(ctx, {outer, sizes[i] * inner}, {dim * inner, 1}),
-            stream_of(ctx)));
+        if (chunk.count == data::SplitChunk::kMaxOutputs) {
+          SY_CUDA_CHECK(data::launch_split(in.raw(), es, chunk, stream_of(ctx)));
+          chunk.count = 0;
+        }
+        chunk.dst[chunk.count] = out.raw();
+        chunk.block[chunk.count] = sizes[i] * inner;
+        chunk.begin[chunk.count] = offset * inner;
+        ++chunk.count;
       }
       offset += sizes[i];
     }
+    SY_CUDA_CHECK(data::launch_split(in.raw(), es, chunk, stream_of(ctx)));
   }
 
  private:

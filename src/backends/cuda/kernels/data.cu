@@ -82,6 +82,19 @@ __global__ void concat_kernel(T* dst, ConcatChunk c) {
   }
 }
 
+template <typename T>
+__global__ void split_kernel(const T* src, SplitChunk c) {
+  const int64_t n = c.outer * c.src_row;
+  SY_GRID_STRIDE(i, n) {
+    int64_t o = i / c.src_row, p = i - o * c.src_row;
+    // The last output starting at or before p (empty outputs are passed over).
+    int j = 0;
+    while (j + 1 < c.count && c.begin[j + 1] <= p) ++j;
+    const int64_t q = p - c.begin[j];
+    if (q >= 0 && q < c.block[j]) static_cast<T*>(c.dst[j])[o * c.block[j] + q] = src[i];
+  }
+}
+
 // Source index along one axis for output index j (-1: the pad value), as the CPU computes it.
 __device__ __forceinline__ int64_t pad_source(PadMode mode, int64_t j, int64_t pre, int64_t d) {
   int64_t i = j - pre;
@@ -251,6 +264,42 @@ cudaError_t launch_concat(void* dst, int elem_size, const ConcatChunk& chunk, cu
   return dispatch_size(elem_size, [&](auto tag) {
     using T = decltype(tag);
     concat_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<T*>(dst), chunk);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t launch_split(const void* src, int elem_size, const SplitChunk& chunk,
+                         cudaStream_t stream) {
+  if (chunk.outer * chunk.src_row == 0 || chunk.count == 0) return cudaSuccess;
+  // Widen the unit while every length, offset and pointer divides by the wider one.
+  SplitChunk c = chunk;
+  int width = elem_size;
+  auto fits = [&](int bytes) {
+    const int k = bytes / elem_size;
+    if (bytes > 16 || bytes % elem_size != 0 || c.src_row % k != 0 ||
+        reinterpret_cast<uintptr_t>(src) % static_cast<uintptr_t>(bytes) != 0)
+      return false;
+    for (int j = 0; j < c.count; ++j)
+      if (chunk.block[j] % k != 0 || chunk.begin[j] % k != 0 ||
+          reinterpret_cast<uintptr_t>(chunk.dst[j]) % static_cast<uintptr_t>(bytes) != 0)
+        return false;
+    return true;
+  };
+  while (fits(width * 2)) width *= 2;
+  const int k = width / elem_size;
+  c.src_row = chunk.src_row / k;
+  for (int j = 0; j < c.count; ++j) {
+    c.block[j] = chunk.block[j] / k;
+    c.begin[j] = chunk.begin[j] / k;
+  }
+  const int64_t n = c.outer * c.src_row;
+  if (width == 16) {
+    split_kernel<uint4><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const uint4*>(src), c);
+    return cudaGetLastError();
+  }
+  return dispatch_size(width, [&](auto tag) {
+    using T = decltype(tag);
+    split_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const T*>(src), c);
     return cudaGetLastError();
   });
 }

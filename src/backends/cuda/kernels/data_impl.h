@@ -56,6 +56,24 @@ struct ConcatChunk {
 };
 cudaError_t launch_concat(void* dst, int elem_size, const ConcatChunk& chunk, cudaStream_t stream);
 
+/// Split's outputs in one launch: each of the `outer` rows (src_row elements) of the source is
+/// cut into up to kMaxOutputs column blocks, block j (block[j] elements from column begin[j])
+/// going to row o of dst[j] (rows of block[j] elements), blocks in column order; columns no
+/// block covers are not read (a Split of more outputs than one chunk holds takes several).
+struct SplitChunk {
+  static constexpr int kMaxOutputs = 32;
+  int count = 0;
+  void* dst[kMaxOutputs] = {};
+  int64_t block[kMaxOutputs] = {};
+  int64_t begin[kMaxOutputs] = {};
+  int64_t src_row = 0;
+  int64_t outer = 0;
+};
+/// Moves 16, 8, 4 or 2 bytes per thread where every block, begin, the row and every pointer
+/// divide by it.
+cudaError_t launch_split(const void* src, int elem_size, const SplitChunk& chunk,
+                         cudaStream_t stream);
+
 /// Pad modes, as the CPU kernel names them.
 enum class PadMode : int { Constant = 0, Reflect = 1, Edge = 2, Wrap = 3 };
 /// Pad (and Tile: Wrap with no leading pads): output index j along axis a reads input index
