@@ -1,7 +1,8 @@
 // GPU-only tests of the transformer fusions in CUDA partitions (src/backends/cuda/fusion.cc):
 // residual Add -> LayerNormalization, mask Add -> Softmax, Transposes folded into MatMul
 // operands, MatMul + bias + GELU (exported erf and tanh chains) in the product's epilogue, and
-// fused attention (fp16 and bf16). Each graph runs on cuda:0 with fusion and without (--no-fusion)
+// fused attention (fp16 and bf16), reading GPT's split QKV product and BERT's packed query, key
+// and value products in place. Each graph runs on cuda:0 with fusion and without (--no-fusion)
 // at fp32, fp16 and bf16, and on the cpu; the fused run must match both, and the placement report
 // must name the groups that ran as one kernel (or none, where the pattern must not fire). Every op,
 // shape and dtype of the fused kernels against a plain reference runs in the op harness
@@ -363,6 +364,277 @@ TEST(CudaTransformerFusion, GptCausalAttention) {
                  {{"scores", "scale", "tq", "tk"}, {"context", "tv"}}, {},
                  {{"context", "tv", "scores", "scale", "tq", "tk", "where", "softmax"}});
     seed += 3;
+  }
+}
+
+// ---- Q, K and V read out of one packed product --------------------------------------------------
+
+struct PackedSpec {
+  int64_t batch, seq, heads, dim;
+};
+
+// x [batch, seq, C] with symbolic batch and sequence dims, so that the head splits' targets are
+// computed at run time from Shape, as the exporters write them.
+ir::Type symbolic_f32(int64_t width) {
+  return ir::Type::tensor(DType::Float32,
+                          ir::Shape{ir::Dim("batch"), ir::Dim("seq"), ir::Dim(width)});
+}
+
+// Concat(Shape(measured)[0], Shape(measured)[1], heads, dim): the head split's target. With
+// `regroup`, [2 * batch, seq / 2, heads, dim]: each sequence cut in two halves, a target only the
+// run time shows is no head split (the kernel reads a dense copy then).
+ir::Value* head_split_target(ir::Graph& g, ir::Value* measured, const std::string& p, int64_t heads,
+                             int64_t dim, bool regroup = false) {
+  ir::Value* shape = g.add_node("Shape", p + "shape", {measured}, {p + "shape_y"})->output(0);
+  std::vector<ir::Value*> pieces;
+  for (int64_t i = 0; i < 2; ++i) {
+    const std::string tag = p + std::to_string(i);
+    Tensor index(DType::Int64, {});
+    index.data<int64_t>()[0] = i;
+    ir::Node* gather =
+        g.add_node("Gather", "gather" + tag, {shape, g.add_constant("i" + tag, index)},
+                   {"gather" + tag + "_y"});
+    gather->set_attribute(Attribute::make_int("axis", 0));
+    ir::Value* d = gather->output(0);
+    if (regroup) {
+      Tensor two(DType::Int64, {});
+      two.data<int64_t>()[0] = 2;
+      d = g.add_node(i == 0 ? "Mul" : "Div", "regroup" + tag, {d, g.add_constant("two" + tag, two)},
+                     {"regroup" + tag + "_y"})
+              ->output(0);
+    }
+    pieces.push_back(g.add_node("Unsqueeze", "unsqueeze" + tag,
+                                {d, g.add_constant("axes" + tag, int64_tensor({0}))},
+                                {"unsqueeze" + tag + "_y"})
+                         ->output(0));
+  }
+  pieces.push_back(g.add_constant(p + "heads", int64_tensor({heads})));
+  pieces.push_back(g.add_constant(p + "dim", int64_tensor({dim})));
+  ir::Node* concat = g.add_node("Concat", p + "cat", pieces, {p + "cat_y"});
+  concat->set_attribute(Attribute::make_int("axis", 0));
+  return concat->output(0);
+}
+
+// Weights of unit-variance products of x in [-1, 1]: uniform in +-sqrt(3 / rows).
+Tensor weight(const Shape& shape, uint64_t seed) {
+  const double a = std::sqrt(3.0 / static_cast<double>(shape.front()));
+  return random_tensor(DType::Float32, shape, seed, -a, a);
+}
+
+// The attention over head splits [B, S, H, D]: GPT's (scale by 1/sqrt D, causal Where with
+// cond [1, 1, S, S]) or BERT's (Div by sqrt D, additive mask [batch, 1, 1, seq]), then the head
+// merge, the graph's output.
+void packed_attention(ir::Graph& g, ir::Value* rq, ir::Value* rk, ir::Value* rv,
+                      const PackedSpec& s, bool bert) {
+  ir::Value* scores =
+      g.add_node("MatMul", "scores",
+                 {transpose(g, rq, {0, 2, 1, 3}, "tq"), transpose(g, rk, {0, 2, 3, 1}, "tk")},
+                 {"s"})
+          ->output(0);
+  const float root = std::sqrt(static_cast<float>(s.dim));
+  ir::Value* x = nullptr;
+  if (bert) {
+    x = g.add_node("Div", "scale", {scores, scalar(g, "sqrt_d", root)}, {"ss"})->output(0);
+    ir::Value* m = g.add_input(
+        "mask",
+        ir::Type::tensor(DType::Float32, ir::Shape{ir::Dim("batch"), 1, 1, ir::Dim("seq")}));
+    x = g.add_node("Add", "add_mask", {x, m}, {"sm"})->output(0);
+  } else {
+    x = g.add_node("Mul", "scale", {scores, scalar(g, "inv_sqrt_d", 1.0f / root)}, {"ss"})
+            ->output(0);
+    ir::Value* cond =
+        g.add_input("cond", ir::Type::tensor(DType::Bool, ir::make_shape({1, 1, s.seq, s.seq})));
+    x = g.add_node("Where", "where",
+                   {cond, scalar(g, "fill", -std::numeric_limits<float>::infinity()), x}, {"sw"})
+            ->output(0);
+  }
+  ir::Node* sm = g.add_node("Softmax", "softmax", {x}, {"p"});
+  sm->set_attribute(Attribute::make_int("axis", -1));
+  ir::Value* ctx =
+      g.add_node("MatMul", "context", {sm->output(0), transpose(g, rv, {0, 2, 1, 3}, "tv")}, {"c"})
+          ->output(0);
+  g.add_output(transpose(g, ctx, {0, 2, 1, 3}, "merge"));
+}
+
+// GPT's attention as its reference model writes it: q, k, v = qkv(x).split(C, dim=2), each
+// viewed as [B, S, H, D] (with `regroup` [2B, S / 2, H, D]) and transposed per head.
+GraphFactory gpt_packed_graph(const PackedSpec& s, uint64_t seed, bool regroup = false) {
+  return [=] {
+    auto g = std::make_unique<ir::Graph>("gpt_qkv");
+    const int64_t c = s.heads * s.dim;
+    ir::Value* x = g->add_input("x", symbolic_f32(c));
+    ir::Value* h =
+        g->add_node("MatMul", "qkv", {x, g->add_constant("w_qkv", weight({c, 3 * c}, seed))}, {"h"})
+            ->output(0);
+    h = g->add_node("Add", "qkv_bias",
+                    {h, g->add_constant(
+                            "b_qkv", random_tensor(DType::Float32, {3 * c}, seed + 1, -0.2, 0.2))},
+                    {"hb"})
+            ->output(0);
+    ir::Node* split =
+        g->add_node("Split", "split", {h, g->add_constant("sizes", int64_tensor({c, c, c}))},
+                    {"part_q", "part_k", "part_v"});
+    split->set_attribute(Attribute::make_int("axis", 2));
+    std::vector<ir::Value*> heads;
+    const char* names[] = {"rq", "rk", "rv"};
+    for (size_t i = 0; i < 3; ++i)
+      heads.push_back(
+          g->add_node("Reshape", names[i],
+                      {split->output(i), head_split_target(*g, x, std::string(names[i]) + "_",
+                                                           s.heads, s.dim, regroup)},
+                      {std::string(names[i]) + "_y"})
+              ->output(0));
+    PackedSpec attended = s;
+    if (regroup) attended.seq /= 2;
+    packed_attention(*g, heads[0], heads[1], heads[2], attended, false);
+    return g;
+  };
+}
+
+// BERT's attention as its reference model writes it: query, key and value are three products
+// of x (each + bias), each viewed as [B, S, H, D] through its own Shape and transposed.
+GraphFactory bert_siblings_graph(const PackedSpec& s, uint64_t seed) {
+  return [=] {
+    auto g = std::make_unique<ir::Graph>("bert_qkv");
+    const int64_t c = s.heads * s.dim;
+    ir::Value* x = g->add_input("x", symbolic_f32(c));
+    std::vector<ir::Value*> heads;
+    uint64_t k = seed;
+    for (const std::string p : {"q", "k", "v"}) {
+      ir::Value* y = g->add_node("MatMul", p + "_mm",
+                                 {x, g->add_constant("w_" + p, weight({c, c}, k))}, {p + "_mm_y"})
+                         ->output(0);
+      y = g->add_node(
+               "Add", p + "_bias",
+               {g->add_constant("b_" + p, random_tensor(DType::Float32, {c}, k + 1, -0.2, 0.2)), y},
+               {p + "_bias_y"})
+              ->output(0);
+      heads.push_back(g->add_node("Reshape", "r" + p,
+                                  {y, head_split_target(*g, y, p + "_", s.heads, s.dim)},
+                                  {"r" + p + "_y"})
+                          ->output(0));
+      k += 2;
+    }
+    packed_attention(*g, heads[0], heads[1], heads[2], s, true);
+    return g;
+  };
+}
+
+// Like check_fusion, but at fp16 and bf16 (where the attention fuses) expects a group holding
+// every name of `attention` (the attention with the Split and Reshapes it absorbed), the group
+// `product` exactly when given, and, in an eager run's profile, "context" and none of `gone` on
+// cuda:0 (their work done by the packed product and read in place).
+void check_packed(const GraphFactory& make, const Feeds& feeds,
+                  const std::vector<std::string>& attention,
+                  const std::vector<std::string>& product, const std::set<std::string>& gone) {
+  Feeds cpu = compile_on(make, "cpu", "fp32", true).exe.run(feeds);
+  for (const std::string precision : {"fp32", "fp16", "bf16"}) {
+    SCOPED_TRACE(precision);
+    Compiled fused = compile_on(make, "cuda:0", precision, true);
+    Compiled plain = compile_on(make, "cuda:0", precision, false);
+    Feeds got = fused.exe.run(feeds);
+    const Tol t = tolerance(precision);
+    expect_same(got, cpu, t.rtol, t.atol, "fused cuda vs cpu");
+    expect_same(got, plain.exe.run(feeds), t.rtol, t.atol, "fused vs unfused cuda");
+    fused.exe.run(feeds);
+    expect_same(fused.exe.run(feeds), cpu, t.rtol, t.atol, "replayed cuda vs cpu");
+    if (precision == "fp32") continue;
+    bool found = false;
+    for (const auto& g : fused.groups)
+      found = found || std::all_of(attention.begin(), attention.end(), [&](const std::string& n) {
+                return std::find(g.begin(), g.end(), n) != g.end();
+              });
+    EXPECT_TRUE(found) << "want a group with [" << fmt::format("{}", fmt::join(attention, ","))
+                       << "], got " << groups_text(fused);
+    if (!product.empty()) {
+      EXPECT_TRUE(has_group(fused, product))
+          << "want [" << fmt::format("{}", fmt::join(product, ",")) << "], got "
+          << groups_text(fused);
+    }
+    for (const auto& g : fused.groups)
+      for (const std::string& n : g) EXPECT_EQ(n.find("/split"), std::string::npos) << n;
+    Compiled eager = compile_on(make, "cuda:0", precision, true);
+    std::map<std::string, ir::Datum> datum_feeds;
+    for (const auto& [name, tensor] : feeds) datum_feeds[name] = ir::Datum(tensor);
+    runtime::Profiler profiler;
+    eager.exe.internal().run(datum_feeds, nullptr, &profiler);
+    std::set<std::string> on_gpu;
+    for (const runtime::ProfileEvent& e : profiler.events())
+      if (e.category == "Node" && e.device == "cuda:0") on_gpu.insert(e.name);
+    EXPECT_TRUE(on_gpu.count("context")) << fmt::format("{}", fmt::join(on_gpu, ","));
+    for (const std::string& n : gone)
+      EXPECT_FALSE(on_gpu.count(n))
+          << n << " ran on cuda:0: " << fmt::format("{}", fmt::join(on_gpu, ","));
+  }
+}
+
+const PackedSpec kPackedSpecs[] = {
+    {1, 128, 12, 64},  // BERT-base at batch 1
+    {3, 17, 2, 64},    // partial tiles, few heads
+    {3, 128, 2, 40},   // a padded head dim
+    {1, 17, 12, 20},   // a head dim of no 16-byte rows: the kernel's element-wise loads
+};
+
+// The causal mask of `seq` positions: true above the diagonal (where the fill goes).
+Tensor causal(int64_t seq) {
+  Tensor cond(DType::Bool, {1, 1, seq, seq});
+  for (int64_t i = 0; i < seq; ++i)
+    for (int64_t j = 0; j < seq; ++j) cond.data<bool>()[i * seq + j] = j > i;
+  return cond;
+}
+
+TEST(CudaTransformerFusion, GptSplitQkvReadInPlaceByTheAttention) {
+  SY_SKIP_WITHOUT_GPU();
+  uint64_t seed = 500;
+  for (const PackedSpec& s : kPackedSpecs) {
+    SCOPED_TRACE(
+        fmt::format("batch {} seq {} heads {} head dim {}", s.batch, s.seq, s.heads, s.dim));
+    Feeds feeds = {
+        {"x", random_tensor(DType::Float32, {s.batch, s.seq, s.heads * s.dim}, seed + 2)},
+        {"cond", causal(s.seq)}};
+    check_packed(gpt_packed_graph(s, seed), feeds,
+                 {"context", "scores", "scale", "where", "softmax", "merge", "tq", "tk", "tv", "rq",
+                  "rk", "rv", "split"},
+                 {"qkv", "qkv_bias"}, {"split", "rq", "rk", "rv", "scores", "softmax", "where"});
+    seed += 3;
+  }
+}
+
+// The same graph whose head splits, known only at run time, turn out to be no head split
+// ([2B, S / 2, H, D]): the attention reads dense copies of its columns, as the Reshapes would
+// have given them.
+TEST(CudaTransformerFusion, GptSplitQkvWithATargetThatIsNoHeadSplit) {
+  SY_SKIP_WITHOUT_GPU();
+  uint64_t seed = 550;
+  for (const PackedSpec& s : {PackedSpec{1, 128, 12, 64}, PackedSpec{3, 34, 2, 40}}) {
+    SCOPED_TRACE(
+        fmt::format("batch {} seq {} heads {} head dim {}", s.batch, s.seq, s.heads, s.dim));
+    Feeds feeds = {
+        {"x", random_tensor(DType::Float32, {s.batch, s.seq, s.heads * s.dim}, seed + 2)},
+        {"cond", causal(s.seq / 2)}};
+    check_packed(gpt_packed_graph(s, seed, /*regroup=*/true), feeds,
+                 {"context", "scores", "scale", "where", "softmax", "merge", "tq", "tk", "tv", "rq",
+                  "rk", "rv", "split"},
+                 {"qkv", "qkv_bias"}, {"split", "rq", "rk", "rv"});
+    seed += 3;
+  }
+}
+
+TEST(CudaTransformerFusion, BertQueryKeyValueProductsPackedAndReadInPlace) {
+  SY_SKIP_WITHOUT_GPU();
+  uint64_t seed = 600;
+  for (const PackedSpec& s : kPackedSpecs) {
+    SCOPED_TRACE(
+        fmt::format("batch {} seq {} heads {} head dim {}", s.batch, s.seq, s.heads, s.dim));
+    Feeds feeds = {
+        {"x", random_tensor(DType::Float32, {s.batch, s.seq, s.heads * s.dim}, seed + 7)},
+        {"mask", padding_mask({s.batch, 1, 1, s.seq}, seed + 8)}};
+    check_packed(bert_siblings_graph(s, seed), feeds,
+                 {"context", "scores", "scale", "add_mask", "softmax", "merge", "tq", "tk", "tv",
+                  "rq", "rk", "rv"},
+                 {"q_mm", "q_bias", "k_mm", "k_bias", "v_mm", "v_bias"},
+                 {"k_mm", "v_mm", "q_mm/split", "rq", "rk", "rv", "scores", "softmax"});
+    seed += 9;
   }
 }
 

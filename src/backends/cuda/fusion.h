@@ -19,8 +19,10 @@ namespace switchyard::cuda {
 /// matmul epilogues (the tanh GELU too: cuBLASLt's GELU epilogue); Transposes folded into MatMul
 /// operands of every float dtype; residual Add -> LayerNormalization and mask Add -> Softmax;
 /// attention, where it will run in float16 or bfloat16 (its values are, or `precision` narrows
-/// float32 to them: kernels/attention.cc); then elementwise chains. Returns the groups for the
-/// placement report (merged across passes).
+/// float32 to them: kernels/attention.cc), reading operands cut out of one product (GPT's QKV
+/// Split) in place; sibling products that are such an attention's operands (BERT's query, key
+/// and value) packed into one and read in place too; then elementwise chains. Returns the
+/// groups for the placement report (merged across passes, naming only the partition's nodes).
 std::vector<runtime::FusionGroup> fuse_partition(ir::Graph& graph, backends::Precision precision);
 
 /// A fused elementwise chain on its head node (fuse_elementwise_chains,

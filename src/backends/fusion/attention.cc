@@ -15,6 +15,7 @@
 // It fires only for rank-4 operands of one of the rules' dtypes whose head dim is innermost in
 // Q, K and V (the kernel reads rows of it), every absorbed value read once inside the pattern
 // and no graph output; the kernel checks the run-time shapes (batch dims broadcast as MatMul's).
+// Operands cut out of one product are then read as views of it (attention_views.cc).
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -219,6 +220,8 @@ std::vector<runtime::FusionGroup> fuse_attention(ir::Graph& graph, const Attenti
     rewrite(graph, m);
   }
   if (!matches.empty()) graph.sort_topologically();
+  for (runtime::FusionGroup& g : fold_packed_attention_operands(graph))
+    groups.push_back(std::move(g));
   return groups;
 }
 

@@ -6,7 +6,8 @@
 //
 //   Conv: optional input 3 = residual Z (same shape as Y): Y = act(conv(X, W) + B + Z).
 //   MatMul: optional input 2 = bias (1-D, length N): Y = act(alpha * (A @ B) + bias).
-//   MatMul with an Attention payload: inputs Q, K, V and the mask (fusion/attention.cc).
+//   MatMul with an Attention payload: inputs Q, K, V and the mask (fusion/attention.cc); with
+//     views, inputs 0-2 the packed products and 4-6 the head splits' targets (attention_views.cc).
 //   LayerNormalization: optional input 3 = residual Z (X's shape): Y = LN(X + Z).
 //   Softmax (last axis): optional input 1 = additive mask M, broadcast into X: softmax(X + M).
 //
@@ -68,9 +69,34 @@ struct AttentionRules {
 
 /// MatMul(Q, K) [scale folded, head split folded] -> optional mask (Softmax's fused additive
 /// mask, or a Where with a constant fill) -> Softmax (last axis) -> MatMul(., V) -> optional
-/// head-merge Transpose becomes one MatMul with a fusion::Attention (fusion/attention.cc). Run
-/// after fuse_matmul_epilogues, fold_transposes_into_matmul and fuse_softmax_mask.
+/// head-merge Transpose becomes one MatMul with a fusion::Attention (fusion/attention.cc), whose
+/// operands cut out of one product are then read as views of it
+/// (fold_packed_attention_operands). Run after fuse_matmul_epilogues,
+/// fold_transposes_into_matmul and fuse_softmax_mask.
 std::vector<runtime::FusionGroup> fuse_attention(ir::Graph& graph, const AttentionRules& rules);
+
+/// A fused attention's Q, K or V that is a head split Reshape of columns of one product P
+/// [batch, sequence, W] (a Split or a Slice of P's last axis: GPT's fused QKV product) is read as
+/// a fusion::Attention::View of P (fusion/attention_views.cc): the attention's input becomes P,
+/// the Reshape's target its input 4, 5 or 6, and the Reshape and the Split (every output of it
+/// such an operand of the same attention) or Slice go. Shape nodes that measured the part's
+/// leading dims measure P's. fuse_attention runs it; run it again after pack_sibling_matmuls.
+std::vector<runtime::FusionGroup> fold_packed_attention_operands(ir::Graph& graph);
+
+/// Which sibling products pack_sibling_matmuls packs.
+struct PackRules {
+  std::vector<ir::DType> dtypes;                ///< of X, the weights, the biases and the results
+  size_t max_packed_bytes = size_t{128} << 20;  ///< bound of one packed weight
+  /// Only siblings whose results are one fused attention's operands through head split
+  /// Reshapes (fold_packed_attention_operands then removes the Split).
+  bool attention_operands_only = false;
+};
+
+/// 2 to 4 MatMuls of one input X with constant weights [K, N_i] of one dtype (and constant
+/// biases, input 2, all or none) and the same fusion::Epilogue become one MatMul of the
+/// concatenated weights and biases (the first sibling's name) and a Split of its last axis into
+/// the siblings' results (fusion/matmul_pack.cc). Run after fuse_matmul_epilogues.
+std::vector<runtime::FusionGroup> pack_sibling_matmuls(ir::Graph& graph, const PackRules& rules);
 
 /// The erf and tanh forms of GELU that exporters emit below opset 20 become one Gelu node
 /// (approximate "none" / "tanh") (fusion/gelu.cc).
@@ -98,5 +124,11 @@ size_t apply_channels_last(ir::Graph& graph, const ChannelsLastRules& rules);
 /// Merges groups made by successive passes: a group whose first member is a member of an
 /// earlier group (a Gelu made by fuse_gelu, then absorbed by a MatMul) joins that group.
 std::vector<runtime::FusionGroup> merge_fusion_groups(std::vector<runtime::FusionGroup> groups);
+
+/// `groups` without the members that name none of `nodes` (the partition's nodes before fusion:
+/// a node a pass made, such as pack_sibling_matmuls' Split, is none of the user's), and without
+/// the groups left with fewer than two members.
+std::vector<runtime::FusionGroup> keep_named_members(std::vector<runtime::FusionGroup> groups,
+                                                     const std::vector<std::string>& nodes);
 
 }  // namespace switchyard::backends

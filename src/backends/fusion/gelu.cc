@@ -259,4 +259,15 @@ std::vector<runtime::FusionGroup> merge_fusion_groups(std::vector<runtime::Fusio
   return merged;
 }
 
+std::vector<runtime::FusionGroup> keep_named_members(std::vector<runtime::FusionGroup> groups,
+                                                     const std::vector<std::string>& nodes) {
+  const std::set<std::string> named(nodes.begin(), nodes.end());
+  std::vector<runtime::FusionGroup> kept;
+  for (runtime::FusionGroup& g : groups) {
+    std::erase_if(g.members, [&](const std::string& m) { return !named.count(m); });
+    if (g.members.size() >= 2) kept.push_back(std::move(g));
+  }
+  return kept;
+}
+
 }  // namespace switchyard::backends

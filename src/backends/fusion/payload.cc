@@ -75,6 +75,14 @@ std::string Attention::describe() const {
   out += fmt::format(" alpha={} mask={}", alpha, mask_name(mask));
   if (mask == Mask::WhereTrue || mask == Mask::WhereFalse)
     out += fmt::format(" fill={}", mask_fill);
+  if (!views.empty()) {
+    out += " views";
+    const char* names[] = {"q", "k", "v"};
+    for (size_t i = 0; i < views.size() && i < 3; ++i)
+      if (views[i].width > 0)
+        out += fmt::format(" {}=[{}, {})", names[i], views[i].offset,
+                           views[i].offset + views[i].width);
+  }
   return out;
 }
 

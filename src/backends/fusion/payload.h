@@ -55,8 +55,11 @@ struct OperandPermutes final : ir::NodeAnnotation {
 };
 
 /// Scaled dot-product attention as one MatMul node (fuse_attention, fusion/attention.cc), with
-/// inputs Q, K, V and the mask (input 3; absent when `mask` is None). The kernel reads Q, K and
-/// V through their permutations as [batch, heads, sequence, head dim], computes
+/// inputs Q, K, V and the mask (input 3; absent when `mask` is None, null when `views` are set
+/// and there is no mask), and with `views` the Reshape targets of the operands read as views
+/// (inputs 4, 5, 6, read on the host; null for an operand that is no view). The kernel reads Q,
+/// K and V (each its input, or its view of it) through their permutations as [batch, heads,
+/// sequence, head dim], computes
 ///   out = softmax(masked(alpha * Q @ Kᵀ)) @ V      (softmax over the keys)
 /// where masked adds M (Mask::Add), or replaces the score by `mask_fill` where the bool mask is
 /// true (WhereTrue) or false (WhereFalse); batch and head dims broadcast as MatMul's, the mask
@@ -75,7 +78,25 @@ struct Attention final : ir::NodeAnnotation {
   Mask mask = Mask::None;
   float mask_fill = 0;  ///< the score where a Where mask selects the fill (WhereTrue / WhereFalse)
 
-  /// "perm_q=[...] perm_k=[...] perm_v=[...] perm_out=[...] alpha=0.125 mask=add".
+  /// An operand read as a view of a packed product (fold_packed_attention_operands: GPT's fused
+  /// QKV product split on its last axis, or sibling products packed by pack_sibling_matmuls).
+  /// The operand's input P is [batch, sequence, W]; the operand, before its permutation, is
+  /// columns [offset, offset + width) of P's last axis reshaped by its Reshape's target (input
+  /// 4, 5 or 6), resolved as that Reshape resolves it against [batch, sequence, width]. Where the
+  /// target is [batch, sequence, heads, width / heads] (the head split) the kernel reads P in
+  /// place: P's data + offset, strides [sequence * W, W, width / heads, 1]; any other target it
+  /// resolves the same way over a dense copy of the columns, as the unfused nodes would.
+  struct View {
+    int64_t offset = 0;
+    int64_t width = 0;       ///< 0: the operand is no view (its input is the operand itself)
+    bool allowzero = false;  ///< the Reshape's allowzero
+    std::string reshape;     ///< the absorbed Reshape's name, for messages
+  };
+  /// Empty: Q, K and V are inputs 0, 1 and 2 as they are. Else one entry each (Q, K, V).
+  std::vector<View> views;
+
+  /// "perm_q=[...] perm_k=[...] perm_v=[...] perm_out=[...] alpha=0.125 mask=add", then
+  /// " views q=[0, 512) k=[512, 1024) v=[1024, 1536)" for the operands read as views.
   std::string describe() const override;
 };
 

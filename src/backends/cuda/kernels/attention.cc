@@ -4,8 +4,15 @@
 // [batch, heads, sequence, dim], batch and head dims broadcast as MatMul's (size 1 against
 // any), Q's and K's head dims and K's and V's lengths equal, the mask broadcast into the scores
 // [batch, heads, query, key] (it may widen the batch, head and query dims, as the unfused Add
-// would), and fails naming the node where they would have failed. Device code: attention.cu.
+// would), and fails naming the node where they would have failed. An operand read as a view
+// (fusion::Attention::View: columns of a packed product P [batch, sequence, W] and the target of
+// the head split Reshape it replaced, a host input) is P read in place through its strides when
+// the target resolves to [batch, sequence, heads, width / heads], and otherwise a dense copy of
+// those columns reshaped as the Reshape would have. Device code: attention.cu.
+#include <cuda_runtime_api.h>
+
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,7 +20,9 @@
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/kernels/attention_impl.h"
 #include "backends/fusion/payload.h"
+#include "ir/checked_math.h"
 #include "ops/op_kind.h"
+#include "ops/shape_geometry.h"
 
 namespace switchyard::cuda {
 
@@ -35,6 +44,30 @@ struct View {
   int64_t dims[4] = {};
   int64_t strides[4] = {};
 };
+
+// An operand before its permutation: its data, dims and element strides.
+struct Operand {
+  const void* data = nullptr;
+  std::vector<int64_t> shape, strides;
+};
+
+using PackedView = backends::fusion::Attention::View;
+
+// The Attention's views, checked against the node's inputs: none, or one per Q, K and V.
+std::vector<PackedView> checked_views(const ir::Node& node, const std::vector<PackedView>& views) {
+  SY_CHECK(views.empty() || views.size() == 3, InvalidModel,
+           "{}: the fused attention has {} operand views, expected 0 or 3", node.describe(),
+           views.size());
+  for (size_t i = 0; i < views.size(); ++i) {
+    const PackedView& v = views[i];
+    SY_CHECK(v.offset >= 0 && v.width >= 0, InvalidModel,
+             "{}: operand {}'s view [{}, +{}) is invalid", node.describe(), i, v.offset, v.width);
+    SY_CHECK(v.width == 0 || node.input(4 + i) != nullptr, InvalidModel,
+             "{}: operand {} is a view but input {} (its Reshape's target) is absent",
+             node.describe(), i, 4 + i);
+  }
+  return views;
+}
 
 // The fusion::Attention of a node that check_attention accepted.
 const backends::fusion::Attention& attention_of(const ir::Node& node) {
@@ -69,17 +102,16 @@ AttentionMask mask_of(backends::fusion::Attention::Mask mask) {
   return AttentionMask::None;
 }
 
-View view_of(const KernelContext& ctx, const ir::Tensor& t, const std::vector<int64_t>& perm,
+View view_of(const KernelContext& ctx, const Operand& t, const std::vector<int64_t>& perm,
              const char* what) {
-  if (t.rank() != 4)
+  if (t.shape.size() != 4)
     ctx.fail("{} has shape {}; fused attention reads rank-4 operands", what,
-             ir::shape_to_string(t.shape()));
-  const std::vector<int64_t> st = dense_strides(t.shape());
+             ir::shape_to_string(t.shape));
   View v;
   for (size_t i = 0; i < 4; ++i) {
     const size_t p = static_cast<size_t>(perm[i]);
-    v.dims[i] = t.shape()[p];
-    v.strides[i] = t.shape()[p] == 1 ? 0 : st[p];
+    v.dims[i] = t.shape[p];
+    v.strides[i] = t.shape[p] == 1 ? 0 : t.strides[p];
   }
   return v;
 }
@@ -108,7 +140,8 @@ class AttentionKernel : public runtime::Kernel {
         perm_out_(checked_perm(node, a.perm_out, "perm_out")),
         alpha_(a.alpha),
         fill_(a.mask_fill),
-        mask_(mask_of(a.mask)) {
+        mask_(mask_of(a.mask)),
+        views_(checked_views(node, a.views)) {
     SY_CHECK(perm_out_[3] == 3, InvalidModel,
              "{}: the fused attention's output permutation must keep the head dim last",
              node.describe());
@@ -124,9 +157,14 @@ class AttentionKernel : public runtime::Kernel {
     if (k.dtype() != dtype || v.dtype() != dtype)
       ctx.fail("Q, K and V must share one dtype, got {}, {} and {}", ir::dtype_name(dtype),
                ir::dtype_name(k.dtype()), ir::dtype_name(v.dtype()));
-    const View qv = view_of(ctx, q, perm_q_, "Q");
-    const View kv = view_of(ctx, k, perm_k_, "K");
-    const View vv = view_of(ctx, v, perm_v_, "V");
+    const CudaRunContext& rc = run_context(ctx);
+    std::vector<std::shared_ptr<void>> keep;  // dense copies, in use until the stream passes run()
+    const Operand qo = operand(ctx, 0, "Q", rc.stream, keep);
+    const Operand ko = operand(ctx, 1, "K", rc.stream, keep);
+    const Operand vo = operand(ctx, 2, "V", rc.stream, keep);
+    const View qv = view_of(ctx, qo, perm_q_, "Q");
+    const View kv = view_of(ctx, ko, perm_k_, "K");
+    const View vv = view_of(ctx, vo, perm_v_, "V");
     if (qv.dims[3] != kv.dims[3])
       ctx.fail("inner dims differ: Q's head dim is {} but K's is {}", qv.dims[3], kv.dims[3]);
     if (kv.dims[2] != vv.dims[2])
@@ -166,7 +204,6 @@ class AttentionKernel : public runtime::Kernel {
     for (size_t i = 0; i < 4; ++i) out_shape[i] = canonical[perm_out_[i]];
     ir::Tensor& y = ctx.allocate_output(0, dtype, out_shape);
     if (y.numel() == 0) return;
-    const CudaRunContext& rc = run_context(ctx);
     if (a.kv_len == 0) {  // a product over no keys is zero, as the unfused MatMul gives
       SY_CUDA_CHECK(cudaMemsetAsync(y.raw(), 0, y.nbytes(), rc.stream));
       return;
@@ -185,9 +222,9 @@ class AttentionKernel : public runtime::Kernel {
     if (qv.dims[3] > 1 && qv.strides[3] != 1) ctx.fail("Q's head dim is not contiguous");
     if (kv.dims[3] > 1 && kv.strides[3] != 1) ctx.fail("K's head dim is not contiguous");
     if (vv.dims[3] > 1 && vv.strides[3] != 1) ctx.fail("V's head dim is not contiguous");
-    a.q = q.raw();
-    a.k = k.raw();
-    a.v = v.raw();
+    a.q = qo.data;
+    a.k = ko.data;
+    a.v = vo.data;
     a.out = y.raw();
     a.alpha = alpha_;
     a.mask_kind = mask_;
@@ -197,10 +234,51 @@ class AttentionKernel : public runtime::Kernel {
   }
 
  private:
+  // Operand `i` (`what`): its input as it is, or its view of the packed product there.
+  Operand operand(const KernelContext& ctx, size_t i, const char* what, cudaStream_t stream,
+                  std::vector<std::shared_ptr<void>>& keep) const {
+    const ir::Tensor& t = ctx.input(i);
+    if (i >= views_.size() || views_[i].width == 0)
+      return Operand{t.raw(), t.shape(), dense_strides(t.shape())};
+    const PackedView& view = views_[i];
+    if (t.rank() != 3)
+      ctx.fail("{} is read out of a packed product of shape {}; expected [batch, sequence, width]",
+               what, ir::shape_to_string(t.shape()));
+    const int64_t batch = t.shape()[0], seq = t.shape()[1], packed = t.shape()[2];
+    if (view.offset + view.width > packed)
+      ctx.fail("{} is columns [{}, {}) of a packed product of {} columns", what, view.offset,
+               view.offset + view.width, packed);
+    // The absorbed Reshape's target, resolved as it would have resolved it.
+    const std::vector<int64_t> part = {batch, seq, view.width};
+    const int64_t numel =
+        ir::checked_mul(ir::checked_mul(batch, seq, "operand"), view.width, "operand");
+    std::vector<int64_t> shape;
+    try {
+      shape = ops::reshape_shape(ctx.node(), part, numel, read_ints(ctx, 4 + i), view.allowzero);
+    } catch (const Error& e) {
+      SY_THROW(InvalidArgument, "{} (the head split '{}' of {}, read out of a packed product)",
+               e.message(), view.reshape, what);
+    }
+    const size_t es = ir::dtype_size(t.dtype());
+    const char* base = static_cast<const char*>(t.raw()) + static_cast<size_t>(view.offset) * es;
+    if (shape.size() == 4 && shape[0] == batch && shape[1] == seq &&
+        shape[2] * shape[3] == view.width)
+      return Operand{base, shape, {seq * packed, packed, shape[3], 1}};
+    // Any other target: the columns made dense, then reshaped.
+    const size_t row = static_cast<size_t>(view.width) * es;
+    keep.push_back(ctx.scratch(std::max<size_t>(ir::checked_nbytes(t.dtype(), numel), 1)));
+    if (numel > 0)
+      SY_CUDA_CHECK(
+          cudaMemcpy2DAsync(keep.back().get(), row, base, static_cast<size_t>(packed) * es, row,
+                            static_cast<size_t>(batch * seq), cudaMemcpyDeviceToDevice, stream));
+    return Operand{keep.back().get(), shape, dense_strides(shape)};
+  }
+
   std::vector<int64_t> perm_q_, perm_k_, perm_v_, perm_out_;
   float alpha_;
   float fill_;
   AttentionMask mask_ = AttentionMask::None;
+  std::vector<PackedView> views_;
 };
 
 Support check_attention(const ir::Node& node) {
@@ -216,7 +294,8 @@ void register_attention_kernels(runtime::KernelRegistry& r) {
                            {DType::Float16, DType::BFloat16},
                            0,
                            check_attention,
-                           runtime::make_factory<AttentionKernel>()});
+                           runtime::make_factory<AttentionKernel>(),
+                           /*host_inputs=*/{4, 5, 6}});  // the views' Reshape targets
 }
 
 }  // namespace switchyard::cuda
