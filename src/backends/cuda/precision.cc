@@ -279,7 +279,8 @@ size_t absorb_layer_norm_casts(ir::Graph& graph) {
     const std::vector<ir::Attribute> attributes = n->attributes();
     const auto annotations = n->annotations();
     remove_node(graph, n);
-    ir::Node* fused = graph.add_node("LayerNormalization", name, inputs, {y_name, copy_name}, domain);
+    ir::Node* fused =
+        graph.add_node("LayerNormalization", name, inputs, {y_name, copy_name}, domain);
     fused->set_kind_id(kind);
     for (const ir::Attribute& a : attributes) fused->set_attribute(a);
     for (const auto& a : annotations) fused->annotate(a);

@@ -351,9 +351,9 @@ TEST(CpuFusion, ConcatBatchNormReluBecomesOneConcat) {
     ir::Node* cat = g.add_node("Concat", "cat", {first, xb}, {"cat_y"});
     cat->set_attribute(ir::Attribute::make_int("axis", ci == 2 ? -3 : 1));
     const int64_t c = k.a[1] + k.b[1];
-    ir::Value* y = g.add_node("BatchNormalization", "bn", bn_inputs(g, cat->output(0), c, 91),
-                              {"bn_y"})
-                       ->output(0);
+    ir::Value* y =
+        g.add_node("BatchNormalization", "bn", bn_inputs(g, cat->output(0), c, 91), {"bn_y"})
+            ->output(0);
     if (k.relu) y = g.add_node("Relu", "relu", {y}, {"relu_y"})->output(0);
     if (k.conv_first) {  // a Conv after it keeps the region channels-last to the end
       ir::Value* w2 = g.add_constant("w2", random_tensor(DType::Float32, {3, c, 1, 1}, 95));

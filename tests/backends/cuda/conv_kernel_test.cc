@@ -83,23 +83,9 @@ Tensor run_epilogue(const Tensor& y, const Tensor* bias, const Tensor* residual,
   return dy.download(y.dtype(), y.shape());
 }
 
-// Tolerances of one rounding of the storage type (the op harness's elementwise ones).
-std::pair<double, double> tolerance_for(DType d) {
-  switch (d) {
-    case DType::Float16:
-      return {2e-3, 2e-3};
-    case DType::BFloat16:
-      return {1.6e-2, 1e-2};
-    case DType::Float64:
-      return {1e-12, 1e-12};
-    default:
-      return {1e-5, 1e-6};
-  }
-}
-
-const std::vector<Shape> kShapes = {
-    {1, 8, 16, true},  {2, 96, 49, true},  {1, 32, 7, true},  {2, 13, 9, true}, {1, 3, 5, true},
-    {1, 8, 16, false}, {2, 24, 64, false}, {1, 5, 49, false}, {3, 4, 8, false}};
+const std::vector<Shape> kShapes = {{1, 8, 16, true},   {2, 96, 49, true}, {1, 32, 7, true},
+                                    {2, 13, 9, true},   {1, 3, 5, true},   {1, 8, 16, false},
+                                    {2, 24, 64, false}, {1, 5, 49, false}, {3, 4, 8, false}};
 
 TEST(CudaConvEpilogueKernel, MatchesReference) {
   SY_SKIP_WITHOUT_CUDA_DEVICE();
@@ -129,8 +115,8 @@ TEST(CudaConvEpilogueKernel, MatchesReference) {
             if (with_residual) v += rv[i];
             expected[i] = activate(act, v);
           }
-          const auto [rtol, atol] = tolerance_for(d);
-          EXPECT_TENSOR_NEAR(out, tensor_of(d, dims, expected), rtol, atol);
+          const Tolerance t = elementwise_tolerance(d);
+          EXPECT_TENSOR_NEAR(out, tensor_of(d, dims, expected), t.rtol, t.atol);
         }
 }
 

@@ -85,6 +85,27 @@ class DeviceBuffer {
 /// Waits for the launches so far and throws on an error they raised.
 inline void sync_device() { check_cuda(cudaDeviceSynchronize(), "kernel"); }
 
+struct Tolerance {
+  double rtol;
+  double atol;
+};
+
+/// One rounding of the storage type, as the op harness's elementwise cases allow
+/// (tests/harness/cases/elementwise.cc): for kernels that compute in float (double for float64)
+/// and round once.
+inline Tolerance elementwise_tolerance(ir::DType dtype) {
+  switch (dtype) {
+    case ir::DType::Float16:
+      return {2e-3, 2e-3};
+    case ir::DType::BFloat16:
+      return {1.6e-2, 1e-2};
+    case ir::DType::Float64:
+      return {1e-12, 1e-12};
+    default:
+      return {1e-5, 1e-6};
+  }
+}
+
 }  // namespace switchyard::testing
 
 /// First statement of every test that launches a kernel.

@@ -33,11 +33,6 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 static_assert(cuda::kLayerNormRowMaxCols < 9000, "rows of 9000 must take the generic kernel");
 
-struct Tolerance {
-  double rtol;
-  double atol;
-};
-
 // The op harness's (tests/harness/cases/normalization.cc): float32 statistics and one rounding
 // of a 16-bit result.
 Tolerance tolerance_for(DType dtype) {

@@ -19,25 +19,6 @@ namespace {
 
 using cuda::MatMulActivation;
 
-struct Tolerance {
-  double rtol;
-  double atol;
-};
-
-// The op harness's for elementwise ops (tests/harness/cases/elementwise.cc): one rounding.
-Tolerance tolerance_for(DType dtype) {
-  switch (dtype) {
-    case DType::Float16:
-      return {2e-3, 2e-3};
-    case DType::BFloat16:
-      return {1.6e-2, 1e-2};
-    case DType::Float64:
-      return {1e-12, 1e-12};
-    default:
-      return {1e-5, 1e-6};
-  }
-}
-
 const std::vector<DType> kDtypes = {DType::Float32, DType::Float16, DType::BFloat16,
                                     DType::Float64};
 const std::vector<MatMulActivation> kActivations = {MatMulActivation::None, MatMulActivation::Relu,
@@ -101,7 +82,7 @@ TEST(CudaBiasActivationKernel, MatchesReference) {
     std::vector<double> expected(yv.size());
     for (size_t i = 0; i < yv.size(); ++i)
       expected[i] = activate(act, yv[i] + (with_bias ? bv[i % static_cast<size_t>(n)] : 0.0));
-    const Tolerance t = tolerance_for(d);
+    const Tolerance t = elementwise_tolerance(d);
     EXPECT_TENSOR_NEAR(out, tensor_of(d, {rows, n}, expected), t.rtol, t.atol);
   };
   for (DType d : kDtypes)

@@ -251,9 +251,9 @@ std::vector<Case> shape_cases() {
   {  // more outputs than one launch takes (SplitChunk::kMaxOutputs = 32), some empty
     std::vector<int64_t> sizes;
     for (int64_t i = 0; i < 40; ++i) sizes.push_back(i % 3);
-    add("Split/f32/40 outputs", "Split", {data_of(DType::Float32, {2, 39, 3}, ++seed),
-                                           int64_tensor(sizes)},
-        {int_attr("axis", 1)}, {}, 40);
+    add("Split/f32/40 outputs", "Split",
+        {data_of(DType::Float32, {2, 39, 3}, ++seed), int64_tensor(sizes)}, {int_attr("axis", 1)},
+        {}, 40);
   }
   struct SliceCase {
     Shape shape;

@@ -4,8 +4,8 @@
 #include <optional>
 
 #include "backends/cpu/kernels/dnnl_util.h"
-#include "backends/fusion/payload.h"
 #include "backends/cpu/kernels/shape_internal.h"
+#include "backends/fusion/payload.h"
 #include "ir/checked_math.h"
 #include "ops/shape_geometry.h"
 #include "ops/slice_geometry.h"
@@ -107,8 +107,7 @@ void affine_channels(const float* in, float* out, int64_t channels, int64_t inne
 
 class ConcatKernel : public runtime::Kernel {
  public:
-  explicit ConcatKernel(const KernelInit& init)
-      : axis_(init.node.attr_int("axis")) {
+  explicit ConcatKernel(const KernelInit& init) : axis_(init.node.attr_int("axis")) {
     if (const auto* a = init.node.annotation<backends::fusion::ConcatAffine>()) {
       SY_CHECK(a->scale.size() == a->shift.size(), Internal,
                "{}: the fused normalization has {} scales and {} shifts", init.node.describe(),

@@ -230,8 +230,8 @@ class LayerNormKernel : public runtime::Kernel {
         stats_dtype_(narrow_ ? stash_ : output_dtype(init.node, 1, stash_)),
         y_dtype_(init.node.output(0)->type().dtype),
         narrow_dtype_(narrow_ ? init.node.output(1)->type().dtype : DType::Undefined) {
-    SY_CHECK(!narrow_ || (init.node.num_outputs() == 2 && (narrow_dtype_ == DType::Float16 ||
-                                                           narrow_dtype_ == DType::BFloat16)),
+    SY_CHECK(!narrow_ || (init.node.num_outputs() == 2 &&
+                          (narrow_dtype_ == DType::Float16 || narrow_dtype_ == DType::BFloat16)),
              Internal, "{}: a narrow copy is output 1 of a 2-output node, float16 or bfloat16",
              init.node.describe());
   }
@@ -308,7 +308,8 @@ class LayerNormKernel : public runtime::Kernel {
     a.residual = residual ? residual->raw() : nullptr;
     if (residual) a.residual_dtype = residual->dtype();
     a.epsilon = epsilon_;
-    a.double_stats = stash_ == DType::Float64 || x.dtype() == DType::Float64 || yd == DType::Float64;
+    a.double_stats =
+        stash_ == DType::Float64 || x.dtype() == DType::Float64 || yd == DType::Float64;
     a.stats_dtype = stats_dtype_;
     a.mean = mean ? mean->raw() : nullptr;
     a.inv_std_dev = inv ? inv->raw() : nullptr;
