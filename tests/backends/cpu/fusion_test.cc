@@ -549,6 +549,58 @@ TEST(CpuFusion, TransposesFoldIntoMatMulOperands) {
   }
 }
 
+// A channels-last float32 MaxPool runs its own one-pass loop (NaN wins, as the NCHW loop lets
+// it): against the NCHW graph for strides, pads, ceil_mode, a window of 1, channel counts off the
+// vector width, and a NaN reaching some windows. (Infinities are left out: they reach the pool
+// through a convolution, whose algorithms may turn them into NaN differently.)
+TEST(CpuFusion, ChannelsLastMaxPoolMatchesTheNchwLoop) {
+  struct Case {
+    int64_t channels, hw;
+    std::vector<int64_t> kernel, strides, pads;
+    int64_t ceil_mode;
+  };
+  const std::vector<Case> cases = {{20, 9, {3, 3}, {2, 2}, {0, 0, 0, 0}, 0},
+                                   {16, 8, {2, 2}, {2, 2}, {0, 0, 0, 0}, 1},
+                                   {5, 7, {3, 3}, {1, 1}, {1, 1, 1, 1}, 0},
+                                   {33, 6, {3, 2}, {2, 1}, {1, 0, 0, 1}, 1},
+                                   {8, 5, {1, 1}, {1, 1}, {0, 0, 0, 0}, 0}};
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    const Case& k = cases[ci];
+    for (int special = 0; special < 2; ++special) {  // none, a NaN in the input
+      ConvGraph cg(4, k.channels, 3, 1, DType::Float32, k.hw);
+      ir::Graph& g = cg.g;
+      ir::Node* mp = g.add_node("MaxPool", "maxpool", {cg.y}, {"mp"});
+      mp->set_attribute(ir::Attribute::make_ints("kernel_shape", k.kernel));
+      mp->set_attribute(ir::Attribute::make_ints("strides", k.strides));
+      mp->set_attribute(ir::Attribute::make_ints("pads", k.pads));
+      mp->set_attribute(ir::Attribute::make_int("ceil_mode", k.ceil_mode));
+      // A 1x1 Conv after it keeps the pool inside the channels-last region.
+      ir::Value* w2 = g.add_constant(
+          "w2", random_tensor(DType::Float32, {3, k.channels, 1, 1}, 60 + static_cast<int>(ci)));
+      g.add_output(g.add_node("Conv", "conv2", {mp->output(0), w2}, {"y2"})->output(0));
+      g.add_output(mp->output(0));
+      ir::Tensor xt = random_tensor(DType::Float32, {1, 4, k.hw, k.hw}, 61 + static_cast<int>(ci));
+      if (special == 1) xt.data<float>()[k.hw + 2] = std::numeric_limits<float>::quiet_NaN();
+      Outcome o = run_both(g, {xt});
+      SCOPED_TRACE("case " + std::to_string(ci) + " special " + std::to_string(special));
+      expect_close(o);
+      // NaN positions equal exactly (compare_tensors treats NaN == NaN).
+      const ir::Tensor& a = o.fused[1].tensor;
+      const ir::Tensor& b = o.plain[1].tensor;
+      ASSERT_EQ(a.numel(), b.numel());
+      int64_t nans = 0;
+      for (int64_t i = 0; i < a.numel(); ++i) {
+        const bool na = std::isnan(a.data<float>()[i]), nb = std::isnan(b.data<float>()[i]);
+        EXPECT_EQ(na, nb) << "element " << i;
+        nans += na;
+      }
+      if (special == 1) {
+        EXPECT_GT(nans, 0);
+      }
+    }
+  }
+}
+
 // Channels-last regions (apply_channels_last): convolutions, pools and elementwise nodes between
 // them run on NHWC data inside the cpu partition; the outputs must equal the NCHW graph's,
 // including a MaxPool over NaN (its NaN-exact loop runs on transposed copies), an inference

@@ -430,6 +430,14 @@ TEST(NanPropagation, MaxPoolOfFiniteInputIsUnchanged) {
   x = tensor_of(DType::Float32, x.shape(), v);
   EXPECT_TENSOR_NEAR(run_op1(make_case("MaxPool", {x}, window(3, 1, 1))),
                      reference_max_pool(x, 3, 1, 1, false), 0, 0);
+  // A window of -inf alone gives -inf (oneDNN's pooling starts from the lowest finite value
+  // and would give that): rows 4-5, columns 6-7 of plane 0, one 2x2 window of stride 2.
+  for (int64_t r = 4; r < 6; ++r)
+    for (int64_t c = 6; c < 8; ++c) v[static_cast<size_t>(r * 12 + c)] = -kInf;
+  x = tensor_of(DType::Float32, x.shape(), v);
+  Tensor want = reference_max_pool(x, 2, 2, 0, false);
+  ASSERT_EQ(to_doubles(want)[2 * 6 + 3], -kInf);
+  EXPECT_TENSOR_NEAR(run_op1(make_case("MaxPool", {x}, window(2, 2, 0))), want, 0, 0);
 }
 
 TEST(NanPropagation, AveragePoolPropagatesNaturally) {

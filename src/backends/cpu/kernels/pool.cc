@@ -28,17 +28,16 @@ constexpr int64_t kOutside = -2;  // beyond the explicit pads (ceil_mode): never
 constexpr int64_t kMaxWindowTableEntries = int64_t{1} << 26;
 
 // oneDNN's max pooling lets a number win over NaN, where numpy's max (and ONNX Runtime) let NaN
-// win; a float32 input holding a NaN takes the direct loop instead. One vectorised read.
-// Whether p[0..n) holds a NaN. A float sum of x * 0 vectorizes (an integer test of x != x does
-// not): it is NaN when the block holds a NaN or an infinity, and only then is it tested exactly.
+// win, and starts each window from the lowest finite value, so a window of -inf alone gives
+// that instead of -inf; a float32 input holding a NaN or an infinity takes the direct loop
+// instead. One vectorised read.
+// Whether p[0..n) holds a NaN or an infinity. A float sum of x * 0 vectorizes (an integer test
+// of x != x does not): it is NaN exactly when the block holds one.
 bool block_holds_nan(const float* __restrict p, int64_t n) {
   float probe = 0;
 #pragma omp simd reduction(+ : probe)
   for (int64_t i = 0; i < n; ++i) probe += p[i] * 0.0f;
-  if (probe == probe) return false;
-  for (int64_t i = 0; i < n; ++i)
-    if (p[i] != p[i]) return true;
-  return false;
+  return probe != probe;
 }
 
 bool holds_nan(const ir::Tensor& x, int threads) {
@@ -63,6 +62,40 @@ struct PoolPlan {
   dnnl::pooling_v2_forward primitive;
   dnnl::memory::desc src_md, dst_md;
 };
+
+// Channels-last float32 MaxPool in one pass, NaN winning as in run_loop (the first valid value of
+// a window, then any larger one or a NaN over a number): each window pixel is a row of C
+// channels, compared a vector at a time. No NaN scan and no oneDNN call: oneDNN's pooling lets
+// a number win over NaN, so its path had to read the whole input once more first.
+void nhwc_max_pool(const PoolPlan& plan, const float* x, float* y, int64_t batch, int64_t channels,
+                   int threads) {
+  const int64_t out_size = plan.out_size, ksize = plan.ksize, in_size = plan.in_size;
+  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, ksize * channels));
+  parallel_for(batch * out_size, grain, threads, [&](int64_t lo, int64_t hi) {
+    for (int64_t j = lo; j < hi; ++j) {
+      const int64_t n = j / out_size, o = j - n * out_size;
+      const int64_t* off = plan.offsets.data() + o * ksize;
+      const float* xn = x + n * in_size * channels;
+      float* __restrict yo = y + j * channels;
+      bool first = true;
+      for (int64_t k = 0; k < ksize; ++k) {
+        if (off[k] < 0) continue;
+        const float* __restrict xr = xn + off[k] * channels;
+        if (first) {
+          std::memcpy(yo, xr, static_cast<size_t>(channels) * sizeof(float));
+          first = false;
+          continue;
+        }
+#pragma omp simd
+        for (int64_t c = 0; c < channels; ++c) {
+          const float v = xr[c], b = yo[c];
+          yo[c] = (v > b || (v != v && b == b)) ? v : b;
+        }
+      }
+      if (first) std::fill(yo, yo + channels, std::numeric_limits<float>::lowest());
+    }
+  });
+}
 
 class PoolKernel : public runtime::Kernel {
  public:
@@ -105,6 +138,10 @@ class PoolKernel : public runtime::Kernel {
     ir::Tensor* indices = nullptr;
     if (wants_indices_) indices = &ctx.allocate_output(1, DType::Int64, plan->out_shape);
     if (y.numel() == 0) return;
+    if (nhwc_ && kind_ == PoolKind::Max && !indices && x.dtype() == DType::Float32) {
+      nhwc_max_pool(*plan, x.data<float>(), y.data<float>(), x.dim(0), x.dim(1), ctx.num_threads());
+      return;
+    }
     if (plan->use_dnnl && !indices &&
         !(kind_ == PoolKind::Max && holds_nan(x, ctx.num_threads()))) {
       execute_primitive(ctx, plan->primitive,
