@@ -5,6 +5,7 @@
 #include <memory>
 #include <set>
 
+#include "backends/fusion/pattern.h"
 #include "ir/check.h"
 
 namespace switchyard::cuda {
@@ -222,16 +223,11 @@ bool is_narrow_float(ir::DType d) { return d == ir::DType::Float16 || d == ir::D
 ir::Node* widening_cast(const ir::Graph& g, const ir::Value* v, const ir::Node* reader) {
   ir::Node* c = v ? v->producer() : nullptr;
   if (!c || c->owner() != &g || c->op_type() != "Cast" || c->num_inputs() != 1 ||
-      c->num_outputs() != 1 || !c->input(0) || g.is_output(v) || v->uses().size() != 1 ||
-      v->uses().front().first != reader)
+      c->num_outputs() != 1 || !c->input(0) || backends::pattern::sole_reader(g, v) != reader)
     return nullptr;
   if (!is_narrow_float(c->input(0)->type().dtype) || v->type().dtype != ir::DType::Float32)
     return nullptr;
   return c;
-}
-
-void remove_node(ir::Graph& g, const ir::Node* node) {
-  g.remove_nodes_if([&](const ir::Node& n) { return &n == node; });
 }
 
 }  // namespace
@@ -249,7 +245,7 @@ size_t absorb_layer_norm_casts(ir::Graph& graph) {
       ir::Node* cast = widening_cast(graph, n->input(slot), n);
       if (!cast) continue;
       n->set_input(slot, cast->input(0));
-      remove_node(graph, cast);
+      backends::pattern::remove_node(graph, cast);
       ++absorbed;
     }
     // One saturating Cast of Y to a 16-bit type becomes output 1.
@@ -271,14 +267,14 @@ size_t absorb_layer_norm_casts(ir::Graph& graph) {
     ir::Node* hold_copy =
         graph.add_node("Identity", "", {}, {graph.unique_value_name(copy_name + "_")});
     graph.replace_all_uses(copy, hold_copy->output(0));
-    remove_node(graph, narrow);
+    backends::pattern::remove_node(graph, narrow);
     graph.replace_all_uses(y, hold_y->output(0));
     const std::string name = n->name(), domain = n->domain();
     const int kind = n->kind_id();
     const std::vector<ir::Value*> inputs = n->inputs();
     const std::vector<ir::Attribute> attributes = n->attributes();
     const auto annotations = n->annotations();
-    remove_node(graph, n);
+    backends::pattern::remove_node(graph, n);
     ir::Node* fused =
         graph.add_node("LayerNormalization", name, inputs, {y_name, copy_name}, domain);
     fused->set_kind_id(kind);
@@ -289,8 +285,8 @@ size_t absorb_layer_norm_casts(ir::Graph& graph) {
     fused->output(1)->set_type(copy_type);
     graph.replace_all_uses(hold_y->output(0), fused->output(0));
     graph.replace_all_uses(hold_copy->output(0), fused->output(1));
-    remove_node(graph, hold_y);
-    remove_node(graph, hold_copy);
+    backends::pattern::remove_node(graph, hold_y);
+    backends::pattern::remove_node(graph, hold_copy);
     ++absorbed;
   }
   if (absorbed > 0) graph.sort_topologically();
