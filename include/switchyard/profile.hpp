@@ -21,6 +21,10 @@ struct RunStats {
   /// loop's condition, a shape value a kernel had to read back) and profiling's event waits. A
   /// Loop whose condition the device computes adds none per iteration (docs/cuda.md).
   int64_t host_syncs = 0;
+  /// Steps handed to a device's worker thread. A synchronous run of a plan whose steps form one
+  /// chain runs them on the calling thread (0); an asynchronous run, or a plan with branches
+  /// that can run at once, hands each step to its device's worker.
+  int worker_handoffs = 0;
 };
 
 /// One timed step of a profiled run: a node, a copy between devices, or the whole run.

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "ir/check.h"
+#include "ops/op_traits.h"
 #include "ops/schema.h"
 #include "passes/passes.h"
 
@@ -95,10 +96,21 @@ runtime::ExecutionPlan make_plan(const ir::Graph& graph, const placement::Placem
     step.partition = std::move(parts[p]);
     step.input_on_host = part.input_on_host;
     if (!part.nodes.empty()) step.first_node = part.nodes.front();
+    std::set<const ir::Node*> members(part.nodes.begin(), part.nodes.end());
     for (const ir::Value* v : part.inputs) {
       int id = id_of(v);
       step.inputs.push_back(id);
       last_use[id] = static_cast<int>(p);
+      // Read here by Shape/Size alone (a read from inside a body counts as a data read).
+      bool shape_only = true;
+      for (auto [user, idx] : v->uses()) {
+        if (user->owner() != &graph) {
+          shape_only = false;
+        } else if (members.count(user) && !ops::traits(*user).reads_only_shape) {
+          shape_only = false;
+        }
+      }
+      step.input_shape_only.push_back(shape_only ? 1 : 0);
     }
     for (const ir::Value* v : part.outputs) step.outputs.push_back(id_of(v));
   }

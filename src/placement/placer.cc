@@ -404,14 +404,29 @@ class Placer {
     }
   }
 
-  // Whether every non-constant input of node i is produced by a node on device d.
+  // Whether every non-constant input of node i is produced by a node on device d, or is a
+  // graph input that a node on d reads for its data (so d's partition takes it anyway: the
+  // Shape of a transformer's input_ids beside the embedding Gather).
   bool inputs_produced_on(size_t i, int d) const {
     for (const ir::Value* v : nodes_[i]->inputs()) {
       if (!v || v->is_constant()) continue;
+      if (v->is_graph_input() && v->owner() == &graph_) {
+        if (!data_read_on(v, d, i)) return false;
+        continue;
+      }
       const ir::Node* p = v->owner() == &graph_ ? v->producer() : nullptr;
       if (!p || state_[static_cast<size_t>(node_index_.at(p))].device != d) return false;
     }
     return true;
+  }
+
+  // Whether a node on device d other than node `except` reads `v`'s data (not Shape or Size).
+  bool data_read_on(const ir::Value* v, int d, size_t except) const {
+    for (size_t j = 0; j < nodes_.size(); ++j)
+      if (j != except && state_[j].device == d && !ops::traits(*nodes_[j]).reads_only_shape &&
+          std::find(reads_[j].begin(), reads_[j].end(), v) != reads_[j].end())
+        return true;
+    return false;
   }
 
   // Pass 5: an accelerator island whose copies cost more than it saves moves to the host;

@@ -155,6 +155,24 @@ void Executable::link_steps() {
     for (int q : links_[p].dependents)
       if (plan_.steps[static_cast<size_t>(q)].device == plan_.steps[p].device)
         chained_on_[static_cast<size_t>(plan_.steps[p].device)] = 1;
+  // One chain: each step p reaches step p + 1 through the steps that wait for it.
+  for (size_t p = 0; p + 1 < num_steps && one_chain_; ++p) {
+    std::vector<char> seen(num_steps, 0);
+    std::vector<int> work = {static_cast<int>(p)};
+    bool reached = false;
+    while (!work.empty() && !reached) {
+      const int s = work.back();
+      work.pop_back();
+      for (int q : links_[static_cast<size_t>(s)].dependents) {
+        if (static_cast<size_t>(q) == p + 1) reached = true;
+        if (static_cast<size_t>(q) < p + 1 && !seen[static_cast<size_t>(q)]) {
+          seen[static_cast<size_t>(q)] = 1;
+          work.push_back(q);
+        }
+      }
+    }
+    one_chain_ = reached;
+  }
 }
 
 void Executable::begin_flight() const {
@@ -303,9 +321,9 @@ size_t Executable::cached_shape_signatures() const {
 std::vector<ir::Datum> Executable::run(std::vector<ir::Datum> inputs, RunStats* stats,
                                        runtime::Profiler* profiler,
                                        const RunControl* control) const {
-  // Only a plan of one step is over when start_run returns (it ran on this thread); any other
+  // Only a plan of one chain is over when start_run returns (it ran on this thread); any other
   // ends on the devices' workers, after this frame would be gone.
-  if (plan_.steps.size() != 1) return run_async(std::move(inputs), stats, profiler, control).get();
+  if (!one_chain_) return run_async(std::move(inputs), stats, profiler, control).get();
   std::vector<ir::Datum> outputs;
   std::exception_ptr error;
   start_run(

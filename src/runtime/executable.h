@@ -67,7 +67,10 @@ struct ExecutionPlan {
     std::unique_ptr<runtime::CompiledPartition> partition;
     std::vector<int> inputs;          ///< value ids in the partition's input order
     std::vector<char> input_on_host;  ///< per input: 1 when it is read from host memory
-    std::vector<int> outputs;         ///< value ids in the partition's output order
+    /// Per input: 1 when the step's nodes read only its shape (Shape/Size). On a host step, an
+    /// input the caller gave in a device's memory then crosses as its shape alone (no copy).
+    std::vector<char> input_shape_only;
+    std::vector<int> outputs;  ///< value ids in the partition's output order
     std::vector<Copy> copies_before;
     /// Values read only through Shape/Size: only their shape crosses (no data, no copy).
     std::vector<Copy> shape_transfers_before;
@@ -148,9 +151,10 @@ class Executable {
   /// Variables: the run reads the state current when it starts and, when it succeeds, commits
   /// every assign at once (a failed run commits nothing); runs of a graph that assigns
   /// variables run one at a time, so the state is always that of some sequence of whole runs.
-  /// run_async(...).get(), except that a plan of one step runs on the calling thread (which
-  /// would only wait for a worker): no hand-over to a device worker and back (start_run's
-  /// `caller_waits`).
+  /// run_async(...).get(), except that a plan whose steps form one chain (each step follows
+  /// the one before it: one partition, or a cpu shape step before a GPU partition) runs on the
+  /// calling thread, which would only wait for a worker: no hand-over to a device worker and
+  /// back (start_run's `caller_waits`).
   std::vector<ir::Datum> run(std::vector<ir::Datum> inputs, RunStats* stats = nullptr,
                              runtime::Profiler* profiler = nullptr,
                              const RunControl* control = nullptr) const;
@@ -174,8 +178,9 @@ class Executable {
   /// checks or has no partition); it must not throw, and must not destroy the executable.
   using RunDone = std::function<void(std::vector<ir::Datum> outputs, std::exception_ptr error)>;
   /// run_async with a completion callback instead of a future.
-  /// `caller_waits`: the caller only waits for the run to end (a synchronous run): a plan of
-  /// one step then runs on the calling thread, and start_run returns once the run has ended.
+  /// `caller_waits`: the caller only waits for the run to end (a synchronous run): a plan whose
+  /// steps form one chain then runs on the calling thread, and start_run returns once the run
+  /// has ended.
   void start_run(std::vector<ir::Datum> inputs, RunDone done, RunStats* stats = nullptr,
                  runtime::Profiler* profiler = nullptr, const RunControl* control = nullptr,
                  bool caller_waits = false) const;
@@ -195,7 +200,7 @@ class Executable {
   // (run_job.cc); `done` gets every graph output, the assigns' in host memory, and the run
   // leaves flight after it. `control`'s output_buffers are indexed by graph output. Throws
   // (before anything is in flight) for inputs that do not fit.
-  // `caller_waits`: start_run's; a one-step plan then runs on the calling thread.
+  // `caller_waits`: start_run's; a plan of one chain then runs on the calling thread.
   void launch_graph(std::vector<ir::Datum> inputs, const RunDone& done, RunStats* stats,
                     runtime::Profiler* profiler, const RunControl& control,
                     std::chrono::steady_clock::time_point started, bool caller_waits) const;
@@ -244,6 +249,9 @@ class Executable {
   std::vector<int> readers_;
   std::vector<char> released_;
   std::vector<char> chained_on_;  // per device: a step there reads another step's results there
+  // Every step follows the one before it (directly or through others): nothing in the plan can
+  // run at the same time as anything else, so a synchronous run loses nothing on one thread.
+  bool one_chain_ = true;
   // One queue per device, its workers started as work arrives.
   std::vector<std::unique_ptr<DeviceQueue>> queues_;
   mutable std::mutex flight_mutex_;

@@ -3,13 +3,13 @@
 // Executable::link_steps found), so partitions on different devices run at the same time; the
 // last step to finish assembles the outputs and hands them to the run's callback. A step that
 // fails fails its run only: the steps after it are skipped, the others end, and the run reports
-// the first error. A synchronous run of a one-step plan (Executable::run) runs its step on the
-// calling thread instead: that thread would only wait, and a hand-over to a worker and back costs
-// two thread wake-ups (about 0.1 ms of a 1 ms model on a 2-core VM). A device that gives each
-// run a stream (Device::open_run_stream: a GPU) gets one when the run starts: the run's
-// partitions there leave their work queued on it, so one that reads another's results on the
-// same device follows it in the stream without a host wait; the host waits for the stream only
-// where a copy enters or leaves the device, and at the run's end.
+// the first error. A synchronous run (Executable::run) of a plan whose steps form one chain runs
+// its steps on the calling thread instead: that thread would only wait, and each hand-over to a
+// worker and back costs two thread wake-ups (about 0.1 ms of a 1 ms model on a 2-core VM). A
+// device that gives each run a stream (Device::open_run_stream: a GPU) gets one when the run
+// starts: the run's partitions there leave their work queued on it, so one that reads another's
+// results on the same device follows it in the stream without a host wait; the host waits for
+// the stream only where a copy enters or leaves the device, and at the run's end.
 #include <omp.h>
 
 #include <algorithm>
@@ -146,6 +146,7 @@ class RunJob : public std::enable_shared_from_this<RunJob> {
     }
     try {
       exe_.queues_[device]->push([self = shared_from_this(), p] { self->run_step(p); });
+      handoffs_.fetch_add(1, std::memory_order_relaxed);
       return true;
     } catch (...) {
       fail(std::current_exception());
@@ -309,8 +310,23 @@ class RunJob : public std::enable_shared_from_this<RunJob> {
       const int id = step.inputs[k];
       const size_t v = static_cast<size_t>(id);
       const size_t at = k < step.input_on_host.size() && step.input_on_host[k] ? 0 : pd;
-      // A caller's device input read elsewhere than where it is: copied there now.
-      if (!shape_only.count(id)) ensure(v, at, 0);
+      // A caller's device input read elsewhere than where it is: copied there now, unless a
+      // host step reads only its shape.
+      if (!shape_only.count(id)) {
+        const bool shape_read = k < step.input_shape_only.size() && step.input_shape_only[k] &&
+                                exe_.devices_[at]->device().is_host;
+        std::unique_lock<std::mutex> lock(mutex_);
+        if (shape_read && !present_[v][at]) {
+          const ir::Datum& src = where_[v][source_of(v, at, pd)];
+          if (src.is_tensor()) {
+            part_inputs.push_back(ir::Datum(
+                ir::Tensor::wrap(src.tensor.dtype(), src.tensor.shape(), nullptr, nullptr)));
+            continue;
+          }
+        }
+        lock.unlock();
+        ensure(v, at, 0);
+      }
       std::lock_guard<std::mutex> lock(mutex_);
       if (present_[v][at]) {
         part_inputs.push_back(where_[v][at]);
@@ -464,6 +480,7 @@ class RunJob : public std::enable_shared_from_this<RunJob> {
         stats_->copies = copies_;
         stats_->copied_bytes = copied_bytes_;
         stats_->host_syncs = host_syncs_.load();
+        stats_->worker_handoffs = handoffs_.load();
       }
       exe_.release_pools(signature_, std::move(pools_));
     }
@@ -487,6 +504,7 @@ class RunJob : public std::enable_shared_from_this<RunJob> {
   bool on_caller_ = false;  // the steps run on the thread that started the run (start())
   int64_t run_start_ = 0;
   std::atomic<int64_t> host_syncs_{0};  // RunStats::host_syncs, counted by the partitions
+  std::atomic<int> handoffs_{0};        // RunStats::worker_handoffs
   // Per device: the run's stream there (null for devices without), opened when the run starts
   // and closed as it ends, and the turn its partitions and the copies in and out of the device
   // take one at a time (so no work is queued there while a copy, which drained it, runs).
@@ -527,7 +545,7 @@ void Executable::launch_graph(std::vector<ir::Datum> inputs, const RunDone& done
     end_flight();
     throw;
   }
-  job->start(std::move(pools), std::move(signature), hit, caller_waits && plan_.steps.size() == 1);
+  job->start(std::move(pools), std::move(signature), hit, caller_waits && one_chain_);
 }
 
 }  // namespace switchyard::runtime

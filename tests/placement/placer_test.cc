@@ -1145,7 +1145,9 @@ TEST(PlacerHostShape, ADeviceThatRunsShapeStepsInlineKeepsTheChainInItsPartition
   ASSERT_EQ(o.outputs[0].tensor.shape(), (std::vector<int64_t>{n, 16, 16}));
   expect_bit_identical_to_cpu(shape_chain_graph(), {x}, o.outputs);
 
-  // A chain measuring a graph input (made on the host) still runs on the cpu.
+  // A chain measuring a graph input that the device reads for its data anyway (relu): the
+  // partition takes X in any case, so the Shape joins it (one step, no cpu partition before
+  // it: a transformer's Shape of input_ids beside its embedding Gather).
   auto from_input = [] {
     auto g = std::make_unique<ir::Graph>("shape_of_input");
     ir::Value* x = g->add_input("X", ir::Type::tensor(kF32, ir::Shape{ir::Dim("N"), 256}));
@@ -1155,8 +1157,31 @@ TEST(PlacerHostShape, ADeviceThatRunsShapeStepsInlineKeepsTheChainInItsPartition
     return g;
   };
   auto exe2 = compile(from_input, cpu_and({inline_sim}), prefer("sim:0"));
-  EXPECT_EQ(device_of(exe2->placement_report(), "shape_of"), "cpu");
+  EXPECT_EQ(device_of(exe2->placement_report(), "shape_of"), "sim:0");
   EXPECT_EQ(cause_of(exe2->placement_report(), "shape_of"), "host_shape");
+  EXPECT_EQ(exe2->placement_report().partitions.size(), 1u);
+  ir::Tensor x2 = random_tensor(kF32, {3, 256}, 44);
+  Observed o2 = run_observed(*exe2, {x2});
+  expect_trace_matches_report(exe2->placement_report(), o2);
+  EXPECT_EQ(o2.stats.copies, 2);  // X in, Y out
+  expect_bit_identical_to_cpu(from_input, {x2}, o2.outputs);
+
+  // A graph input that nothing on the device reads for its data stays measured on the cpu:
+  // the partition would otherwise take a copy of X for its shape alone.
+  auto shape_only_input = [] {
+    auto g = std::make_unique<ir::Graph>("shape_only_input");
+    ir::Value* x = g->add_input("X", ir::Type::tensor(kF32, ir::Shape{ir::Dim("N"), 256}));
+    ir::Value* z = g->add_input("Z", ir::Type::tensor(kF32, ir::Shape{ir::Dim("M"), 256}));
+    ir::Value* s = g->add_node("Shape", "shape_of", {x}, {"S"})->output(0);
+    ir::Value* r = g->add_node("Relu", "relu", {z}, {"R"})->output(0);
+    g->add_output(g->add_node("Reshape", "reshape", {r, s}, {"Y"})->output(0));
+    return g;
+  };
+  auto exe3 = compile(shape_only_input, cpu_and({inline_sim}), prefer("sim:0"));
+  EXPECT_EQ(device_of(exe3->placement_report(), "shape_of"), "cpu");
+  EXPECT_EQ(cause_of(exe3->placement_report(), "shape_of"), "host_shape");
+  for (const CopyInfo& copy : exe3->placement_report().copies)
+    EXPECT_NE(copy.value, "X") << "X crossed to the device for its shape alone";
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "compiler/dense_model.h"
 #include "support/op_test_util.h"
+#include "switchyard/builder.hpp"
 #include "switchyard/switchyard.hpp"
 
 namespace switchyard::testing {
@@ -91,6 +92,35 @@ TEST(DeviceTensors, ADeviceInputReadElsewhereIsCopiedThereOnce) {
   EXPECT_EQ(there.stats.copies, 1);
   EXPECT_EQ(cpu.device_of(there.outputs[0].tensor), "sim:0");
   EXPECT_TRUE(same_bits(there.outputs[0].tensor, host.outputs[0].tensor));
+}
+
+TEST(DeviceTensors, ADeviceInputThatTheCpuOnlyMeasuresCrossesAsItsShape) {
+  // y = Reshape(Relu(x), Shape(x)) with the Shape on the cpu and the rest on sim:0: a
+  // device-resident x reaches the cpu step as its shape alone (no copy of its data); only the
+  // shape value crosses to the device. A host x is copied in as before.
+  GraphBuilder b;
+  Value x = b.placeholder("x", DType::Float32, {"n", 64});
+  Value shape = b.op("Shape", {x}).at(0);
+  Value y = b.op("Reshape", {b.relu(x), shape}).at(0);
+  b.outputs({{"y", y}});
+  const std::string shape_node = shape.name();
+  Options o;
+  o.num_threads = 1;
+  o.sim_devices = 1;
+  o.device = "sim:0";
+  o.pins = {shape_node + "=cpu", "*=sim:0"};
+  Executable exe = std::move(b).build().compile(o);
+  Tensor host_x = random_tensor(DType::Float32, {5, 64}, 71);
+  RunResult host = exe.run_values({Datum(host_x)});
+  RunOptions stay;
+  stay.outputs_on = "sim:0";
+  RunResult device = exe.run_values({Datum(to_device(exe, "sim:0", host_x))}, stay);
+  EXPECT_EQ(device.stats.copies, 1) << "the shape to sim:0 only";
+  EXPECT_EQ(device.stats.copied_bytes, 2 * sizeof(int64_t));
+  ASSERT_EQ(device.outputs.size(), 1u);
+  EXPECT_EQ(exe.device_of(device.outputs[0].tensor), "sim:0");
+  EXPECT_TRUE(same_bits(device.outputs[0].tensor, host.outputs[0].tensor));
+  EXPECT_EQ(host.stats.copies, 3);  // x in, the shape in, y out
 }
 
 TEST(DeviceTensors, OutputsAreWrittenIntoCallerBuffers) {

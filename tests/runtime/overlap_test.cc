@@ -113,6 +113,22 @@ TEST(Overlap, SuccessiveRunsOfAPipelineOverlapAcrossStages) {
   EXPECT_GT(best, 0) << "the trace's sim:0 and sim:1 tracks show no overlap";
 }
 
+TEST(Overlap, ASynchronousRunOfOneChainRunsOnTheCallingThread) {
+  // The pipeline's two stages form one chain: a synchronous run gains nothing from the
+  // devices' workers, so its steps run on the caller's thread; the same plan started with
+  // run_async goes to the workers.
+  ScratchFile config(sim_devices_json(2, true, 0.05));
+  Executable exe = pipeline(config, 2);
+  ASSERT_NE(exe.placement_summary().find("sim:1"), std::string::npos) << exe.placement_summary();
+  RunStats sync, async;
+  std::vector<Datum> out = exe.internal().run({Datum(input_of(2))}, &sync);
+  EXPECT_EQ(sync.worker_handoffs, 0);
+  std::vector<Datum> again = exe.internal().run_async({Datum(input_of(2))}, &async).get();
+  EXPECT_GE(async.worker_handoffs, 2);
+  ASSERT_EQ(out.size(), again.size());
+  expect_same(again[0].tensor, out[0].tensor);
+}
+
 TEST(Overlap, IndependentBranchesOnTwoDevicesRunAtOnce) {
   ScratchFile config(sim_devices_json(2, true, kSlowGflops));
   Options options;
@@ -122,7 +138,9 @@ TEST(Overlap, IndependentBranchesOnTwoDevicesRunAtOnce) {
   options.num_threads = 1;
   Executable exe = Model::from_graph(two_branches(2, kWidth)).compile(options);
   runtime::Profiler profiler;
-  exe.internal().run({Datum(input_of(1))}, nullptr, &profiler);
+  RunStats stats;
+  exe.internal().run({Datum(input_of(1))}, &stats, &profiler);
+  EXPECT_GE(stats.worker_handoffs, 3) << "branches that can run at once go to the workers";
   std::vector<ProfileEvent> events = profiler.events();
   EXPECT_EQ(nodes_on(events, "sim:0").size(), 4u);
   EXPECT_EQ(nodes_on(events, "sim:1").size(), 4u);
