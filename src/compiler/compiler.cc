@@ -194,6 +194,7 @@ void optimize_graph(ir::Graph& graph, const runtime::KernelRegistry& kernels) {
     ops::infer_types(graph);
     if (folded == 0) break;
   }
+  passes::merge_common_subexpressions(graph);
   if (passes::fuse_layer_norm(graph) > 0) ops::infer_types(graph);
   passes::remove_dead_nodes(graph, ctx);
 }

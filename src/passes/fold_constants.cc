@@ -60,6 +60,7 @@ size_t fold_constants(ir::Graph& graph, const PassContext& ctx) {
 
 void optimize(ir::Graph& graph, const PassContext& ctx) {
   fold_constants(graph, ctx);
+  merge_common_subexpressions(graph);
   fuse_layer_norm(graph);
   remove_dead_nodes(graph, ctx);
 }
