@@ -4,7 +4,7 @@
 // and written through the head split's strides [B, S, H, D]) at batch 1 and 64, and GPT-style
 // causal attention (12 heads, head dim 64, sequence 1024, a bool mask [1, 1, S, S] that is true on
 // and below the diagonal: WhereFalse with fill -inf; the result [B, H, S, D]) at batch 1 and 16.
-// Each row: the launch's own warps per CTA, then, for BERT, each forced count (1, 2, 4). Prints
+// Each row: the launch's own warps per CTA, then, for BERT and GPT, forced counts (1-8). Prints
 // one Markdown table: the median and the minimum of --runs calls timed one by one with CUDA
 // events around each launch after --warmup untimed ones, the mean of the same number of calls
 // back to back (one event pair around all of them), and the rates that median gives (the FLOPs
@@ -195,11 +195,14 @@ int main(int argc, char** argv) {
       "min us | back-to-back us | TFLOP/s | GB/s |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   const Shape shapes[] = {
-      {"BERT-base", 1, 12, 128, 64, false, 0},  {"BERT-base", 64, 12, 128, 64, false, 0},
-      {"GPT causal", 1, 12, 1024, 64, true, 0}, {"GPT causal", 16, 12, 1024, 64, true, 0},
-      {"BERT-base", 1, 12, 128, 64, false, 1},  {"BERT-base", 1, 12, 128, 64, false, 2},
-      {"BERT-base", 1, 12, 128, 64, false, 4},  {"BERT-base", 64, 12, 128, 64, false, 1},
-      {"BERT-base", 64, 12, 128, 64, false, 2}, {"BERT-base", 64, 12, 128, 64, false, 4},
+      {"BERT-base", 1, 12, 128, 64, false, 0},   {"BERT-base", 64, 12, 128, 64, false, 0},
+      {"GPT causal", 1, 12, 1024, 64, true, 0},  {"GPT causal", 16, 12, 1024, 64, true, 0},
+      {"BERT-base", 1, 12, 128, 64, false, 1},   {"BERT-base", 1, 12, 128, 64, false, 2},
+      {"BERT-base", 1, 12, 128, 64, false, 4},   {"BERT-base", 64, 12, 128, 64, false, 1},
+      {"BERT-base", 64, 12, 128, 64, false, 2},  {"BERT-base", 64, 12, 128, 64, false, 4},
+      {"BERT-base", 64, 12, 128, 64, false, 8},  {"GPT causal", 16, 12, 1024, 64, true, 4},
+      {"GPT causal", 16, 12, 1024, 64, true, 8}, {"GPT causal", 16, 12, 128, 64, true, 4},
+      {"GPT causal", 16, 12, 128, 64, true, 8},
   };
   cudaStream_t stream = nullptr;
   CHECK_CUDA(cudaStreamCreate(&stream));

@@ -1,5 +1,6 @@
 // GPU-only tests of the transformer fusions in CUDA partitions (src/backends/cuda/fusion.cc):
-// residual Add -> LayerNormalization, mask Add -> Softmax, Transposes folded into MatMul
+// residual Add -> LayerNormalization (also a pre-norm stack's running sum, which the norm then
+// writes), mask Add -> Softmax, Transposes folded into MatMul
 // operands, MatMul + bias + GELU (exported erf and tanh chains) in the product's epilogue, and
 // fused attention (fp16 and bf16), reading GPT's split QKV product and BERT's packed query, key
 // and value products in place. Each graph runs on cuda:0 with fusion and without (--no-fusion)
@@ -10,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -131,7 +133,7 @@ void check_fusion(const GraphFactory& make, const Feeds& feeds,
 
 struct LnSpec {
   Shape a, b;
-  bool expose_sum = false;  // the sum is a graph output too: no fusion
+  bool expose_sum = false;  // the sum is a graph output too: the norm writes it (ResidualSum)
 };
 
 GraphFactory ln_graph(const LnSpec& s, uint64_t seed) {
@@ -165,10 +167,17 @@ TEST(CudaTransformerFusion, ResidualAddLayerNorm) {
                  {{"ln", "add"}});
     seed += 4;
   }
+  // The sum a graph output too: the pre-norm form, the norm writing the sum (compared as an
+  // output); of a residual that broadcasts, not fused (the sum written must be the Add's).
   LnSpec shared{{2, 16, 64}, {2, 16, 64}, true};
   check_fusion(ln_graph(shared, seed),
                {{"a", random_tensor(DType::Float32, shared.a, seed + 2)},
                 {"b", random_tensor(DType::Float32, shared.b, seed + 3)}},
+               {{"ln", "add"}});
+  LnSpec broadcast{{2, 16, 64}, {64}, true};
+  check_fusion(ln_graph(broadcast, seed + 4),
+               {{"a", random_tensor(DType::Float32, broadcast.a, seed + 6)},
+                {"b", random_tensor(DType::Float32, broadcast.b, seed + 7)}},
                {}, {"add"});
 }
 
@@ -363,6 +372,88 @@ TEST(CudaTransformerFusion, GptCausalAttention) {
     check_fusion(gpt_attention_graph(batch, seq, heads, dim), feeds,
                  {{"scores", "scale", "tq", "tk"}, {"context", "tv"}}, {},
                  {{"context", "tv", "scores", "scale", "tq", "tk", "where", "softmax"}});
+    seed += 3;
+  }
+}
+
+// GPT's causal mask as its exporters write it: each layer slices its own copy of a constant
+// tril [1, 1, max, max] to the sequence on axes 2 and 3, negates it and selects -inf where the
+// negation holds (Where(Not(mask), -inf, scores)). The attention reads the constant through the
+// Slices, in place, and the Not flips the mask's kind. Also a slice that starts past 0 without a
+// Not (the kept side selects the scores), over a symbolic sequence.
+GraphFactory gpt_sliced_mask_graph(int64_t heads, int64_t dim, int64_t max_len, int64_t start,
+                                   bool negate) {
+  return [=] {
+    auto g = std::make_unique<ir::Graph>("gpt_sliced_mask");
+    const ir::Type qkv = ir::Type::tensor(DType::Float32, ir::Shape{2, ir::Dim("seq"), heads, dim});
+    ir::Value* q = g->add_input("q", qkv);
+    ir::Value* qt = transpose(*g, q, {0, 2, 1, 3}, "tq");
+    ir::Value* kt = transpose(*g, g->add_input("k", qkv), {0, 2, 3, 1}, "tk");
+    ir::Value* vt = transpose(*g, g->add_input("v", qkv), {0, 2, 1, 3}, "tv");
+    ir::Value* x = g->add_node("MatMul", "scores", {qt, kt}, {"s"})->output(0);
+    x = g->add_node("Mul", "scale",
+                    {x, scalar(*g, "inv_sqrt_d", 1.0f / std::sqrt(static_cast<float>(dim)))},
+                    {"ss"})
+            ->output(0);
+    Tensor tril(DType::Bool, {1, 1, max_len, max_len});
+    for (int64_t i = 0; i < max_len; ++i)
+      for (int64_t j = 0; j < max_len; ++j) tril.data<bool>()[i * max_len + j] = j <= i;
+    ir::Value* bias = g->add_constant("bias", tril);
+    // ends = seq + start, from q's shape (run on the host).
+    ir::Value* shape = g->add_node("Shape", "shape", {q}, {"q_shape"})->output(0);
+    Tensor one(DType::Int64, {});
+    one.data<int64_t>()[0] = 1;
+    ir::Value* seq =
+        g->add_node("Gather", "seq", {shape, g->add_constant("one", one)}, {"seq_len"})->output(0);
+    ir::Value* seq1 = g->add_node("Unsqueeze", "seq1",
+                                  {seq, g->add_constant("axis0", int64_tensor({0}))}, {"seq_1"})
+                          ->output(0);
+    ir::Value* starts = g->add_constant("starts", int64_tensor({start}));
+    ir::Value* ends = g->add_node("Add", "ends", {seq1, starts}, {"ends_v"})->output(0);
+    ir::Value* rows = g->add_node("Slice", "slice_rows",
+                                  {bias, starts, ends, g->add_constant("axis2", int64_tensor({2}))},
+                                  {"mask_rows"})
+                          ->output(0);
+    ir::Value* cond = g->add_node("Slice", "slice_cols",
+                                  {rows, starts, ends, g->add_constant("axis3", int64_tensor({3})),
+                                   g->add_constant("step1", int64_tensor({1}))},
+                                  {"mask"})
+                          ->output(0);
+    ir::Value* fill = scalar(*g, "fill", -std::numeric_limits<float>::infinity());
+    if (negate) {
+      cond = g->add_node("Not", "not", {cond}, {"masked"})->output(0);
+      ir::Node* cast = g->add_node("Cast", "cast", {cond}, {"masked_b"});
+      cast->set_attribute(Attribute::make_int("to", static_cast<int64_t>(DType::Bool)));
+      x = g->add_node("Where", "where", {cast->output(0), fill, x}, {"sw"})->output(0);
+    } else {
+      x = g->add_node("Where", "where", {cond, x, fill}, {"sw"})->output(0);
+    }
+    ir::Node* sm = g->add_node("Softmax", "softmax", {x}, {"p"});
+    sm->set_attribute(Attribute::make_int("axis", -1));
+    g->add_output(g->add_node("MatMul", "context", {sm->output(0), vt}, {"c"})->output(0));
+    return g;
+  };
+}
+
+TEST(CudaTransformerFusion, GptCausalMaskReadThroughItsSlices) {
+  SY_SKIP_WITHOUT_GPU();
+  struct Spec {
+    int64_t seq, heads, dim, max_len, start;
+    bool negate;
+  };
+  uint64_t seed = 380;
+  for (const Spec& spec : {Spec{100, 4, 64, 160, 0, true}, Spec{37, 2, 64, 64, 5, false},
+                           Spec{129, 2, 40, 129, 0, true}}) {
+    SCOPED_TRACE(fmt::format("seq {} start {} negate {}", spec.seq, spec.start, spec.negate));
+    const Shape qkv = {2, spec.seq, spec.heads, spec.dim};
+    Feeds feeds = {{"q", random_tensor(DType::Float32, qkv, seed, -1.0, 1.0)},
+                   {"k", random_tensor(DType::Float32, qkv, seed + 1, -1.0, 1.0)},
+                   {"v", random_tensor(DType::Float32, qkv, seed + 2, -1.0, 1.0)}};
+    std::vector<std::string> fused = {"context", "tv", "scores", "scale", "tq", "tk", "where"};
+    if (spec.negate) fused.insert(fused.end(), {"cast", "not"});
+    fused.insert(fused.end(), {"slice_cols", "slice_rows", "softmax"});
+    check_fusion(gpt_sliced_mask_graph(spec.heads, spec.dim, spec.max_len, spec.start, spec.negate),
+                 feeds, {{"scores", "scale", "tq", "tk"}, {"context", "tv"}}, {}, {fused});
     seed += 3;
   }
 }
@@ -699,6 +790,83 @@ TEST(CudaTransformerFusion, MatMulBiasGeluChainsBecomeTheEpilogue) {
       if (e.category == "Node" && e.device == "cuda:0") on_gpu.insert(e.name);
     EXPECT_EQ(on_gpu, std::set<std::string>{"matmul"});
     seed += 3;
+  }
+}
+
+// ---- a pre-norm (GPT-like) stack: the running sum written by the norms ----------------------
+
+// h0 = tok + pos; per layer h = h + MatMul(Relu(MatMul(LN(h)) + b1)) + b2; out = LN(h), the
+// last sum a graph output too when `expose_last`. Dims [batch, seq, width] symbolic, as GPT-2
+// exports them; each running sum is read by its norm and the next residual Add.
+GraphFactory pre_norm_graph(int64_t width, int layers, bool expose_last, uint64_t seed) {
+  return [=] {
+    auto g = std::make_unique<ir::Graph>("pre_norm");
+    ir::Value* h = g->add_node("Add", "embed",
+                               {g->add_input("tok", symbolic_f32(width)),
+                                g->add_input("pos", symbolic_f32(width))},
+                               {"h0"})
+                       ->output(0);
+    ir::Value* gamma =
+        g->add_constant("gamma", random_tensor(DType::Float32, {width}, seed, 0.5, 1.5));
+    ir::Value* beta = g->add_constant("beta", random_tensor(DType::Float32, {width}, seed + 1));
+    for (int i = 1; i <= layers; ++i) {
+      const std::string k = std::to_string(i);
+      const uint64_t ks = seed + 10 * static_cast<uint64_t>(i);
+      ir::Value* y =
+          g->add_node("LayerNormalization", "ln" + k, {h, gamma, beta}, {"y" + k})->output(0);
+      auto dense = [&](ir::Value* x, const std::string& name, int64_t in, int64_t out, uint64_t s) {
+        ir::Value* p =
+            g->add_node("MatMul", name, {x, g->add_constant(name + "_w", weight({in, out}, s))},
+                        {name + "_y"})
+                ->output(0);
+        ir::Value* b =
+            g->add_constant(name + "_b", random_tensor(DType::Float32, {out}, s + 1, -0.2, 0.2));
+        return g->add_node("Add", name + "_bias", {p, b}, {name + "_by"})->output(0);
+      };
+      ir::Value* u = dense(y, "fc" + k, width, 2 * width, ks);
+      u = g->add_node("Relu", "relu" + k, {u}, {"relu" + k + "_y"})->output(0);
+      ir::Value* f = dense(u, "proj" + k, 2 * width, width, ks + 2);
+      h = g->add_node("Add", "add" + k, {h, f}, {"h" + k})->output(0);
+    }
+    ir::Node* ln = g->add_node("LayerNormalization", "ln_f", {h, gamma, beta}, {"out"});
+    ln->set_attribute(Attribute::make_float("epsilon", 1e-5f));
+    g->add_output(ln->output(0));
+    if (expose_last) g->add_output(h);
+    return g;
+  };
+}
+
+TEST(CudaTransformerFusion, PreNormRunningSumWrittenByTheNorms) {
+  SY_SKIP_WITHOUT_GPU();
+  uint64_t seed = 700;
+  // GPT-2's width (the row kernel's 16-byte form) and an odd one (its scalar form).
+  for (const auto& [width, batch, seq] :
+       std::vector<std::array<int64_t, 3>>{{768, 2, 16}, {100, 3, 7}}) {
+    for (bool expose_last : {false, true}) {
+      SCOPED_TRACE(fmt::format("width {}{}", width, expose_last ? ", last sum exposed" : ""));
+      GraphFactory make = pre_norm_graph(width, 2, expose_last, seed);
+      Feeds feeds = {
+          {"tok", random_tensor(DType::Float32, {batch, seq, width}, seed + 2, -2.0, 2.0)},
+          {"pos", random_tensor(DType::Float32, {batch, seq, width}, seed + 3, -1.0, 1.0)}};
+      check_fusion(make, feeds, {{"ln1", "embed"}, {"ln2", "add1"}, {"ln_f", "add2"}});
+      // No residual Add runs: the norms write the sums (an eager run's profile, every precision).
+      for (const std::string precision : {"fp32", "fp16", "bf16"}) {
+        Compiled fused = compile_on(make, "cuda:0", precision, true);
+        std::map<std::string, ir::Datum> datum_feeds;
+        for (const auto& [name, t] : feeds) datum_feeds[name] = ir::Datum(t);
+        runtime::Profiler profiler;
+        fused.exe.internal().run(datum_feeds, nullptr, &profiler);
+        std::set<std::string> on_gpu;
+        for (const runtime::ProfileEvent& e : profiler.events())
+          if (e.category == "Node" && e.device == "cuda:0") on_gpu.insert(e.name);
+        for (const char* gone : {"embed", "add1", "add2"})
+          EXPECT_FALSE(on_gpu.count(gone))
+              << precision << ": " << gone << " ran: " << fmt::format("{}", fmt::join(on_gpu, ","));
+        for (const char* norm : {"ln1", "ln2", "ln_f"})
+          EXPECT_TRUE(on_gpu.count(norm)) << precision << ": " << norm;
+      }
+      seed += 50;
+    }
   }
 }
 

@@ -113,11 +113,15 @@ class CudaPartition : public runtime::CompiledPartition {
           *graph_, prec == Precision::Fp16 ? ir::DType::Float16 : ir::DType::BFloat16,
           cuda_kernels());
       restore_body_reads(*graph_, body_reads);
-      // The residual stream's Casts into its LayerNormalizations (fusion.h). Not where control
-      // flow bodies may read the values it replaces.
+      // The residual stream's Casts into its LayerNormalizations, then the Casts that widen a
+      // product's result into the product (precision.h). Not where control flow bodies may read
+      // the values they replace.
       bool bodies = false;
       for (const auto& n : graph_->nodes()) bodies = bodies || !n->subgraphs().empty();
-      if (options.fusion && !bodies) absorb_layer_norm_casts(*graph_);
+      if (options.fusion && !bodies) {
+        absorb_layer_norm_casts(*graph_);
+        absorb_product_casts(*graph_);
+      }
     }
     // After the precision rewrite, which decides which convolutions run 16-bit.
     apply_channels_last(*graph_);

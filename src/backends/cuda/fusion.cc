@@ -19,7 +19,8 @@ std::vector<runtime::FusionGroup> fuse_partition(ir::Graph& graph, backends::Pre
   append(backends::fuse_softmax_mask(graph));
   // The attention kernel computes in 16-bit storage with float32 accumulation; a float32 graph
   // fuses only when --precision fp16/bf16 will narrow it.
-  backends::AttentionRules attention{{ir::DType::Float16, ir::DType::BFloat16}};
+  backends::AttentionRules attention{{ir::DType::Float16, ir::DType::BFloat16},
+                                     /*mask_views=*/true};
   if (precision == backends::Precision::Fp16 || precision == backends::Precision::Bf16)
     attention.dtypes.push_back(ir::DType::Float32);
   append(backends::fuse_attention(graph, attention));

@@ -17,7 +17,8 @@ namespace switchyard::cuda {
 
 /// Every fusion of a CUDA partition, in order (fusion.cc): GELU patterns into Gelu; conv and
 /// matmul epilogues (the tanh GELU too: cuBLASLt's GELU epilogue); Transposes folded into MatMul
-/// operands of every float dtype; residual Add -> LayerNormalization and mask Add -> Softmax;
+/// operands of every float dtype; residual Add -> LayerNormalization (a pre-norm running sum
+/// too, which the norm then writes: fusion::ResidualSum) and mask Add -> Softmax;
 /// attention, where it will run in float16 or bfloat16 (its values are, or `precision` narrows
 /// float32 to them: kernels/attention.cc), reading operands cut out of one product (GPT's QKV
 /// Split) in place; sibling products that are such an attention's operands (BERT's query, key

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "backends/fusion/pattern.h"
+#include "backends/fusion/payload.h"
 #include "ir/check.h"
 
 namespace switchyard::cuda {
@@ -233,14 +234,25 @@ ir::Node* widening_cast(const ir::Graph& g, const ir::Value* v, const ir::Node* 
 }  // namespace
 
 size_t absorb_layer_norm_casts(ir::Graph& graph) {
+  // Y alone, or Y and the residual sum of the pre-norm form (fusion::ResidualSum: outputs 1 and
+  // 2 unread placeholders).
+  auto takes = [&](const ir::Node& n) {
+    const auto* sum = n.annotation<backends::fusion::ResidualSum>();
+    if (!sum) return n.num_outputs() == 1;
+    if (n.num_outputs() != sum->output + 1) return false;
+    for (size_t i = 1; i < sum->output; ++i)
+      if (!n.output(i)->uses().empty() || graph.is_output(n.output(i))) return false;
+    return true;
+  };
   std::vector<ir::Node*> norms;
   for (const auto& n : graph.nodes())
-    if (n->op_type() == "LayerNormalization" && n->num_outputs() == 1 && n->input(0) &&
+    if (n->op_type() == "LayerNormalization" && takes(*n) && n->input(0) &&
         n->output(0)->type().dtype == ir::DType::Float32 && !n->annotation<NarrowCopy>())
       norms.push_back(n.get());
   size_t absorbed = 0;
   for (ir::Node* n : norms) {
-    // The widening Casts of X and of the residual: the kernel widens as it reads.
+    // The widening Casts of X and of the residual: the kernel widens as it reads (and writes a
+    // residual sum in Y's float32, as the Add of the widened values did).
     for (size_t slot : {size_t{0}, size_t{3}}) {
       ir::Node* cast = widening_cast(graph, n->input(slot), n);
       if (!cast) continue;
@@ -257,36 +269,16 @@ size_t absorb_layer_norm_casts(ir::Graph& graph) {
         break;
       }
     if (!narrow) continue;
-    // A node's outputs are fixed when it is made: a new node takes n's place with both values'
-    // readers, parked on placeholders while n and the Cast go and free the names.
-    ir::Value* y = n->output(0);
-    ir::Value* copy = narrow->output(0);
-    const std::string y_name = y->name(), copy_name = copy->name();
-    const ir::Type y_type = y->type(), copy_type = copy->type();
-    ir::Node* hold_y = graph.add_node("Identity", "", {}, {graph.unique_value_name(y_name + "_")});
-    ir::Node* hold_copy =
-        graph.add_node("Identity", "", {}, {graph.unique_value_name(copy_name + "_")});
-    graph.replace_all_uses(copy, hold_copy->output(0));
-    backends::pattern::remove_node(graph, narrow);
-    graph.replace_all_uses(y, hold_y->output(0));
-    const std::string name = n->name(), domain = n->domain();
-    const int kind = n->kind_id();
-    const std::vector<ir::Value*> inputs = n->inputs();
-    const std::vector<ir::Attribute> attributes = n->attributes();
-    const auto annotations = n->annotations();
-    backends::pattern::remove_node(graph, n);
+    // A node's outputs are fixed when it is made: a new node takes n's place with the values'
+    // readers (Y's, the copy's, the sum's where there is one).
+    std::vector<ir::Value*> outputs = {n->output(0), narrow->output(0)};
+    if (const auto* sum = n->annotation<backends::fusion::ResidualSum>()) {
+      outputs.resize(sum->output + 1, nullptr);
+      outputs[sum->output] = n->output(sum->output);
+    }
     ir::Node* fused =
-        graph.add_node("LayerNormalization", name, inputs, {y_name, copy_name}, domain);
-    fused->set_kind_id(kind);
-    for (const ir::Attribute& a : attributes) fused->set_attribute(a);
-    for (const auto& a : annotations) fused->annotate(a);
+        backends::pattern::replace_nodes(graph, {narrow, n}, *n, n->inputs(), outputs);
     fused->annotate(std::make_shared<NarrowCopy>());
-    fused->output(0)->set_type(y_type);
-    fused->output(1)->set_type(copy_type);
-    graph.replace_all_uses(hold_y->output(0), fused->output(0));
-    graph.replace_all_uses(hold_copy->output(0), fused->output(1));
-    backends::pattern::remove_node(graph, hold_y);
-    backends::pattern::remove_node(graph, hold_copy);
     ++absorbed;
   }
   if (absorbed > 0) graph.sort_topologically();

@@ -83,7 +83,52 @@ struct Match {
   fusion::Attention::Mask mask_kind = fusion::Attention::Mask::None;
   float fill = 0;
   std::vector<int64_t> perm_q, perm_k, perm_v, perm_out;
+  std::vector<ir::Node*> mask_chain;   // the Nots, bool Casts and Slices the mask came through
+  std::vector<ir::Node*> mask_slices;  // its Slices, the one nearest the mask's source first
 };
+
+constexpr size_t kMaxMaskSlices = 2;  // a causal mask cut out of a constant on two axes
+
+// A Slice the attention can read the mask through: data, starts, ends and optional axes and
+// steps, every value a tensor (their contents are read at run time, on the host).
+bool absorbable_slice(const ir::Node& n) {
+  if (!is_onnx_op(n, "Slice") || n.num_inputs() < 3 || n.num_inputs() > 5 || n.num_outputs() != 1)
+    return false;
+  for (size_t i = 0; i < 3; ++i)
+    if (!n.input(i)) return false;
+  return true;
+}
+
+// The Where's bool condition traced back through what the kernel can do as it reads the mask:
+// Nots (the kind flips), Casts of bool to bool, and up to kMaxMaskSlices Slices (read as a
+// strided view of their data), each read by nothing else. Updates m.mask, m.mask_kind, the
+// chain and the slices.
+void trace_mask(const ir::Graph& g, Match& m) {
+  const ir::Node* reader = m.where;
+  for (;;) {
+    ir::Node* p = m.mask->producer();
+    if (!p || p->owner() != &g || p->num_outputs() != 1 || sole_reader(g, m.mask) != reader) return;
+    const bool bool_in = p->input(0) && p->input(0)->type().is_tensor() &&
+                         p->input(0)->type().dtype == ir::DType::Bool;
+    if (!bool_in) return;
+    if (is_onnx_op(*p, "Not") && p->num_inputs() == 1) {
+      m.mask_kind = m.mask_kind == fusion::Attention::Mask::WhereTrue
+                        ? fusion::Attention::Mask::WhereFalse
+                        : fusion::Attention::Mask::WhereTrue;
+    } else if (is_onnx_op(*p, "Cast") && p->num_inputs() == 1 &&
+               p->attr_int("to", 0) == static_cast<int64_t>(ir::DType::Bool)) {
+      // bool to bool: the same values
+    } else if (absorbable_slice(*p) && m.mask_slices.size() < kMaxMaskSlices &&
+               p->input(0)->type().has_rank() && p->input(0)->type().rank() <= 4) {
+      m.mask_slices.insert(m.mask_slices.begin(), p);
+    } else {
+      return;
+    }
+    m.mask_chain.push_back(p);
+    m.mask = p->input(0);
+    reader = p;
+  }
+}
 
 // The pattern ending in the context MatMul `ctx`, or false.
 bool match_at(const ir::Graph& g, ir::Node* ctx, const AttentionRules& rules, Match& m) {
@@ -128,6 +173,7 @@ bool match_at(const ir::Graph& g, ir::Node* ctx, const AttentionRules& rules, Ma
       s = kept;
     }
     if (!m.where) return false;
+    if (rules.mask_views) trace_mask(g, m);
   }
   // scores = MatMul(Q, K) (its scale folded), read only by the Where or the Softmax.
   ir::Node* sc = s->producer();
@@ -169,6 +215,11 @@ void rewrite(ir::Graph& g, const Match& m) {
   const int kind = m.context->kind_id();
   std::vector<ir::Value*> inputs = {m.scores->input(0), m.scores->input(1), m.context->input(1)};
   if (m.mask) inputs.push_back(m.mask);
+  if (!m.mask_slices.empty()) {
+    inputs.resize(7, nullptr);  // 4-6: the operand views' Reshape targets
+    for (const ir::Node* slice : m.mask_slices)
+      for (size_t i = 1; i < 5; ++i) inputs.push_back(slice->input(i));
+  }
   const fusion::Epilogue* scale = m.scores->annotation<fusion::Epilogue>();
   auto attention = std::make_shared<fusion::Attention>();
   attention->perm_q = m.perm_q;
@@ -178,10 +229,13 @@ void rewrite(ir::Graph& g, const Match& m) {
   attention->alpha = scale ? scale->alpha : 1.0f;
   attention->mask = m.mask_kind;
   if (m.where) attention->mask_fill = m.fill;
+  for (const ir::Node* slice : m.mask_slices) attention->mask_slices.push_back({slice->name()});
   // Park the readers on a placeholder so the nodes can go and free the output's name.
   ir::Node* hold = g.add_node("Identity", "", {}, {g.unique_value_name(out_name + "_fusing")});
   g.replace_all_uses(out, hold->output(0));
-  for (ir::Node* n : {m.merge, m.context, m.softmax, m.where, m.scores}) {
+  std::vector<ir::Node*> gone = {m.merge, m.context, m.softmax, m.where, m.scores};
+  gone.insert(gone.end(), m.mask_chain.begin(), m.mask_chain.end());
+  for (ir::Node* n : gone) {
     if (!n) continue;
     for (size_t i = 0; i < n->num_inputs(); ++i) n->set_input(i, nullptr);
     remove_node(g, n);
@@ -205,15 +259,17 @@ std::vector<runtime::FusionGroup> fuse_attention(ir::Graph& graph, const Attenti
   for (const auto& n : graph.nodes()) {
     Match m;
     if (!match_at(graph, n.get(), rules, m)) continue;
-    const ir::Node* nodes[] = {m.scores, m.where, m.softmax, m.context, m.merge};
-    if (!std::all_of(std::begin(nodes), std::end(nodes), free)) continue;
-    taken.insert(taken.end(), std::begin(nodes), std::end(nodes));
+    std::vector<const ir::Node*> nodes = {m.scores, m.where, m.softmax, m.context, m.merge};
+    nodes.insert(nodes.end(), m.mask_chain.begin(), m.mask_chain.end());
+    if (!std::all_of(nodes.begin(), nodes.end(), free)) continue;
+    taken.insert(taken.end(), nodes.begin(), nodes.end());
     matches.push_back(std::move(m));
   }
   std::vector<runtime::FusionGroup> groups;
   for (const Match& m : matches) {
     runtime::FusionGroup group{{m.context->name(), m.scores->name()}};
     if (m.where) group.members.push_back(m.where->name());
+    for (const ir::Node* n : m.mask_chain) group.members.push_back(n->name());
     group.members.push_back(m.softmax->name());
     if (m.merge) group.members.push_back(m.merge->name());
     groups.push_back(std::move(group));

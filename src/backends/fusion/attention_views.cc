@@ -273,7 +273,7 @@ std::vector<runtime::FusionGroup> fold_packed_attention_operands(ir::Graph& grap
   for (const auto& n : graph.nodes()) {
     const fusion::Attention* a = n->annotation<fusion::Attention>();
     if (a && (a->views.empty() || a->views.size() == 3) && n->num_inputs() >= 3 &&
-        n->num_inputs() <= 7)
+        n->num_inputs() <= 7 + 4 * a->mask_slices.size())
       attentions.push_back(n.get());
   }
   std::vector<runtime::FusionGroup> groups;

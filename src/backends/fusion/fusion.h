@@ -8,7 +8,8 @@
 //   MatMul: optional input 2 = bias (1-D, length N): Y = act(alpha * (A @ B) + bias).
 //   MatMul with an Attention payload: inputs Q, K, V and the mask (fusion/attention.cc); with
 //     views, inputs 0-2 the packed products and 4-6 the head splits' targets (attention_views.cc).
-//   LayerNormalization: optional input 3 = residual Z (X's shape): Y = LN(X + Z).
+//   LayerNormalization: optional input 3 = residual Z (X's shape): Y = LN(X + Z); with a
+//     ResidualSum, also output 3 = the sum X + Z (outputs 1 and 2 unread placeholders).
 //   Softmax (last axis): optional input 1 = additive mask M, broadcast into X: softmax(X + M).
 //
 // Placement decided where each node of the user's graph runs; fusion happens later, inside one
@@ -50,8 +51,11 @@ std::vector<runtime::FusionGroup> fuse_norm_activation(ir::Graph& graph);
 /// fusion::ConcatAffine (fusion/norm_epilogue.cc; the cpu's Concat kernel applies it while it
 /// copies). Run after fuse_norm_activation and before apply_channels_last.
 std::vector<runtime::FusionGroup> fuse_concat_norm(ir::Graph& graph);
-/// Add(X, Z) of two same-shaped tensors -> LayerNormalization over the last axis becomes one
-/// LayerNormalization with Z as input 3 (fusion/norm_epilogue.cc).
+/// Add(X, Z) -> LayerNormalization over the last axis (float X and Z of one dtype, Y its only
+/// output in use) becomes one LayerNormalization with Z as input 3 (fusion/norm_epilogue.cc).
+/// Where the sum has other readers too (a pre-norm transformer's running sum) and X and Z are
+/// provably of one shape, the node also writes the sum as output 3 (a fusion::ResidualSum), which
+/// those readers read; the group names the norm, then the Add.
 std::vector<runtime::FusionGroup> fuse_residual_layernorm(ir::Graph& graph);
 /// Transpose -> a MatMul operand of one of `dtypes` (both operands of that dtype and the same
 /// rank, the innermost axis kept among the matrix dims) folds into the MatMul as a
@@ -65,6 +69,9 @@ std::vector<runtime::FusionGroup> fuse_softmax_mask(ir::Graph& graph);
 /// Which attention a backend's fused attention kernel takes (fuse_attention).
 struct AttentionRules {
   std::vector<ir::DType> dtypes;  ///< of Q, K, V, the scores and the result
+  /// A Where mask's Nots, bool-to-bool Casts and up to two Slices (each read by nothing else)
+  /// join the attention, which reads the mask through them (fusion::Attention::mask_slices).
+  bool mask_views = false;
 };
 
 /// MatMul(Q, K) [scale folded, head split folded] -> optional mask (Softmax's fused additive

@@ -7,16 +7,20 @@
 //   fuse_concat_norm:         Concat (channel axis) -> BatchNormalization (inference, its Relu)
 //       one Concat that normalizes while it copies (a fusion::ConcatAffine): DenseNet's
 //       concatenated features, read and written once instead of twice.
-//   fuse_residual_layernorm:  Add(X, Z) -> LayerNormalization (last axis, one output)
-//       one LayerNormalization with Z as input 3: Y = LN(X + Z), BERT's residual sum.
+//   fuse_residual_layernorm:  Add(X, Z) -> LayerNormalization (last axis, Y its one output in use)
+//       one LayerNormalization with Z as input 3: Y = LN(X + Z), BERT's residual sum. Where the
+//       sum has other readers too (a pre-norm stack's running sum, read by the next residual
+//       Add): the same node also writes the sum, as output 3 (a fusion::ResidualSum), and the
+//       other readers read that.
 //   fuse_softmax_mask:        Add(X, M) -> Softmax (last axis), M broadcast into X
 //       one Softmax with M as input 1: Y = softmax(X + M), attention's mask.
 //
 // A node is absorbed only when its value has the fused node as its one reader and is not a
-// graph output; the fused node takes over the absorbed node's output value (name, type,
-// readers), so what follows is unchanged.
+// graph output (the pre-norm form aside, whose node still writes the sum); the fused node takes
+// over the absorbed node's output values (name, type, readers), so what follows is unchanged.
 #include <cmath>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -38,26 +42,7 @@ using pattern::sole_reader;
 // attributes and annotations (`keep` is first or second).
 ir::Node* replace_pair(ir::Graph& g, ir::Node* first, ir::Node* second, const ir::Node* keep,
                        std::vector<ir::Value*> inputs) {  // a copy: it may be first's inputs
-  ir::Value* out = second->output(0);
-  const std::string out_name = out->name();
-  const ir::Type out_type = out->type();
-  const std::string name = keep->name(), op = keep->op_type(), domain = keep->domain();
-  const int kind = keep->kind_id();
-  const std::vector<ir::Attribute> attributes = keep->attributes();
-  const auto annotations = keep->annotations();
-  // Park the readers on a placeholder so both nodes can go and free the output's name.
-  ir::Node* hold = g.add_node("Identity", "", {}, {g.unique_value_name(out_name + "_fusing")});
-  g.replace_all_uses(out, hold->output(0));
-  remove_node(g, second);
-  remove_node(g, first);
-  ir::Node* fused = g.add_node(op, name, inputs, {out_name}, domain);
-  fused->set_kind_id(kind);
-  fused->output(0)->set_type(out_type);
-  for (const ir::Attribute& a : attributes) fused->set_attribute(a);
-  for (const auto& a : annotations) fused->annotate(a);
-  g.replace_all_uses(hold->output(0), fused->output(0));
-  remove_node(g, hold);
-  return fused;
+  return pattern::replace_nodes(g, {second, first}, *keep, std::move(inputs), {second->output(0)});
 }
 
 // Whether `axis` of a node over a value of `type` is its last axis.
@@ -66,14 +51,45 @@ bool is_last_axis(const ir::Type& type, int64_t axis) {
   return axis == -1 || axis == type.rank() - 1;
 }
 
-// The Add that produces `v` for `reader` alone (its one reader; not a graph output), when
-// both its inputs are tensors; nullptr otherwise.
-ir::Node* add_feeding(const ir::Graph& g, const ir::Value* v, const ir::Node* reader) {
+// The Add of two tensors in `g` that produces `v`; nullptr otherwise.
+ir::Node* add_producing(const ir::Graph& g, const ir::Value* v) {
   ir::Node* add = v->producer();
   if (!add || add->owner() != &g || !is_onnx_op(*add, "Add") || add->num_inputs() != 2 ||
       add->num_outputs() != 1 || !add->input(0) || !add->input(1))
     return nullptr;
-  return sole_reader(g, add->output(0)) == reader ? add : nullptr;
+  return add;
+}
+
+// The Add that produces `v` for `reader` alone (its one reader; not a graph output), when
+// both its inputs are tensors; nullptr otherwise.
+ir::Node* add_feeding(const ir::Graph& g, const ir::Value* v, const ir::Node* reader) {
+  ir::Node* add = add_producing(g, v);
+  return add && sole_reader(g, add->output(0)) == reader ? add : nullptr;
+}
+
+// Whether n's outputs past the first are unread and no graph outputs (LayerNormalization's Mean
+// and InvStdDev unused).
+bool only_first_output_used(const ir::Graph& g, const ir::Node& n) {
+  for (size_t i = 1; i < n.num_outputs(); ++i)
+    if (!n.output(i)->uses().empty() || g.is_output(n.output(i))) return false;
+  return true;
+}
+
+// Whether `norm` may take over `add`, which produces its X, in the pre-norm form (the sum kept
+// as an output): the norm reading the sum once (as X), every reader in `g`, and no input of the
+// norm computed from the sum (the fused node would read itself). Shapes need not be provable:
+// the kernels add a residual of X's shape row by row, writing the sum as they go, and write
+// any other broadcast's sum whole first.
+bool fits_residual_sum(const ir::Graph& g, const ir::Node& add, const ir::Node& norm) {
+  int norm_reads = 0;
+  for (auto [reader, idx] : add.output(0)->uses()) {
+    if (reader->owner() != &g) return false;
+    if (reader == &norm) ++norm_reads;
+  }
+  if (norm_reads != 1) return false;
+  for (size_t i = 1; i < norm.num_inputs(); ++i)
+    if (pattern::depends_on(norm.input(i), &add)) return false;
+  return true;
 }
 
 }  // namespace
@@ -162,28 +178,48 @@ std::vector<runtime::FusionGroup> fuse_concat_norm(ir::Graph& graph) {
 }
 
 std::vector<runtime::FusionGroup> fuse_residual_layernorm(ir::Graph& graph) {
-  std::vector<std::pair<ir::Node*, ir::Node*>> pairs;
+  struct Match {
+    ir::Node* add;
+    ir::Node* norm;
+    bool keep_sum;  // the pre-norm form: the sum has other readers, the node writes it too
+  };
+  std::vector<Match> matches;
+  std::set<const ir::Node*> taken;  // a sum read by two norms fuses into the first
   for (const auto& n : graph.nodes()) {
-    if (!is_onnx_op(*n, "LayerNormalization") || n->num_outputs() != 1 || n->num_inputs() < 2 ||
-        n->num_inputs() > 3 || !n->input(0))
+    if (!is_onnx_op(*n, "LayerNormalization") || n->num_outputs() < 1 || n->num_inputs() < 2 ||
+        n->num_inputs() > 3 || !n->input(0) || !only_first_output_used(graph, *n))
       continue;
     const ir::Type& xt = n->input(0)->type();
     if (!is_float(xt.dtype) || !is_last_axis(xt, n->attr_int("axis", -1))) continue;
-    ir::Node* add = add_feeding(graph, n->input(0), n.get());
-    if (!add) continue;
+    ir::Node* add = add_producing(graph, n->input(0));
+    if (!add || taken.count(add)) continue;
     // Shapes are often not provable here (a Reshape of computed dims); the kernel adds a
     // residual of X's shape row by row and sums any other broadcast first.
     if (add->input(0)->type().dtype != xt.dtype || add->input(1)->type().dtype != xt.dtype)
       continue;
-    pairs.emplace_back(add, n.get());
+    const bool alone = sole_reader(graph, add->output(0)) == n.get();
+    if (!alone && !fits_residual_sum(graph, *add, *n)) continue;
+    taken.insert(add);
+    matches.push_back({add, n.get(), !alone});
   }
   std::vector<runtime::FusionGroup> groups;
-  for (auto [add, norm] : pairs) {
-    groups.push_back({{norm->name(), add->name()}});
-    std::vector<ir::Value*> inputs = {add->input(0), norm->input(1), norm->input(2), add->input(1)};
-    replace_pair(graph, add, norm, norm, inputs);
+  for (const Match& m : matches) {
+    groups.push_back({{m.norm->name(), m.add->name()}});
+    std::vector<ir::Value*> inputs = {m.add->input(0), m.norm->input(1), m.norm->input(2),
+                                      m.add->input(1)};
+    if (!m.keep_sum) {
+      replace_pair(graph, m.add, m.norm, m.norm, inputs);
+      continue;
+    }
+    auto payload = std::make_shared<fusion::ResidualSum>();
+    std::vector<ir::Value*> outputs(payload->output + 1, nullptr);  // Mean, InvStdDev: unread
+    outputs[0] = m.norm->output(0);
+    outputs[payload->output] = m.add->output(0);
+    ir::Node* fused =
+        pattern::replace_nodes(graph, {m.norm, m.add}, *m.norm, std::move(inputs), outputs);
+    fused->annotate(std::move(payload));
   }
-  if (!pairs.empty()) graph.sort_topologically();
+  if (!matches.empty()) graph.sort_topologically();
   return groups;
 }
 

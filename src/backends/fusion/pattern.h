@@ -1,5 +1,8 @@
-// Small pattern-matching helpers the fusion passes share (fusion/*.cc only).
+// Small pattern-matching and rewriting helpers the fusion passes share (fusion/*.cc, and the
+// cuda backend's precision rewrite, which fuses Casts into its LayerNormalizations).
 #pragma once
+
+#include <vector>
 
 #include "ir/graph.h"
 
@@ -38,5 +41,20 @@ inline bool is_float(ir::DType d) {
 inline void remove_node(ir::Graph& g, const ir::Node* node) {
   g.remove_nodes_if([&](const ir::Node& n) { return &n == node; });
 }
+
+/// Whether `v` is computed from an output of `node`: produced by it, or by a node that reads
+/// such a value (as an input or inside a body), through any number of nodes. Where it holds, a
+/// reader of `v` fused with `node` into one node would read its own output.
+bool depends_on(const ir::Value* v, const ir::Node* node);
+
+/// Replaces the nodes `gone` (of `g`) by one new node made like `like` — its op type, name,
+/// domain, kind, attributes and annotations (`like` may be one of `gone`) — that reads `inputs`
+/// (none of them an output of `gone`; nullptr: an omitted input). Its output i takes over the
+/// value `outputs[i]` (an output of one of `gone`): name, type, readers and places among the
+/// graph outputs; where `outputs[i]` is null, output i is a new placeholder nobody reads. Every
+/// other output of `gone` must be read only by `gone`. A node's outputs are fixed when it is
+/// made: this is how a rewrite adds or drops one. Returns the new node; the caller sorts `g`.
+ir::Node* replace_nodes(ir::Graph& g, const std::vector<ir::Node*>& gone, const ir::Node& like,
+                        std::vector<ir::Value*> inputs, const std::vector<ir::Value*>& outputs);
 
 }  // namespace switchyard::backends::pattern

@@ -83,6 +83,7 @@ std::string Attention::describe() const {
         out += fmt::format(" {}=[{}, {})", names[i], views[i].offset,
                            views[i].offset + views[i].width);
   }
+  if (!mask_slices.empty()) out += fmt::format(" mask_slices={}", mask_slices.size());
   return out;
 }
 
@@ -90,6 +91,10 @@ std::string ChannelsLast::describe() const { return "layout=NHWC"; }
 
 std::string ConcatAffine::describe() const {
   return fmt::format("affine channels={}{}", scale.size(), relu ? " relu" : "");
+}
+
+std::string ResidualSum::describe() const {
+  return fmt::format("residual sum in output {}", output);
 }
 
 }  // namespace switchyard::backends::fusion

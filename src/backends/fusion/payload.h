@@ -95,8 +95,19 @@ struct Attention final : ir::NodeAnnotation {
   /// Empty: Q, K and V are inputs 0, 1 and 2 as they are. Else one entry each (Q, K, V).
   std::vector<View> views;
 
+  /// A Where mask read through Slices that joined the attention (AttentionRules::mask_views:
+  /// GPT's causal mask, cut out of a [1, 1, max, max] constant for each sequence length): input
+  /// 3 is the first Slice's data, and Slice i reads its starts, ends, axes and steps (the last
+  /// two possibly absent) at inputs 7 + 4 i to 10 + 4 i, on the host. The kernel resolves them
+  /// as the Slices would have, in order, into a strided view of input 3.
+  struct MaskSlice {
+    std::string slice;  ///< the absorbed Slice's name, for messages
+  };
+  std::vector<MaskSlice> mask_slices;
+
   /// "perm_q=[...] perm_k=[...] perm_v=[...] perm_out=[...] alpha=0.125 mask=add", then
-  /// " views q=[0, 512) k=[512, 1024) v=[1024, 1536)" for the operands read as views.
+  /// " views q=[0, 512) k=[512, 1024) v=[1024, 1536)" for the operands read as views, and
+  /// " mask_slices=2" for a mask read through Slices.
   std::string describe() const override;
 };
 
@@ -126,6 +137,24 @@ struct ConcatAffine final : ir::NodeAnnotation {
   bool relu = false;
 
   /// "affine channels=256 relu".
+  std::string describe() const override;
+};
+
+/// A residual Add -> LayerNormalization whose sum has other readers too (fuse_residual_layernorm's
+/// pre-norm form, fusion/norm_epilogue.cc: GPT's running sum, read by the norm and by the next
+/// residual Add): the node is a LayerNormalization with the residual Z as input 3, Y = LN(X + Z),
+/// and it also writes the sum S = X + Z (inputs 0 and 3, both of X's shape) as output `output`,
+/// which every other reader of the absorbed Add's result now reads. The sum sits after ONNX's
+/// outputs so that Y, Mean and InvStdDev keep their indices: outputs 1 and 2 are unread
+/// placeholders that kernels leave unwritten (the fusion fires only where Mean and InvStdDev are
+/// unused), except where another payload gives output 1 a meaning (cuda's NarrowCopy). S has X's
+/// shape and Y's dtype and is bit for bit what the unfused Add left in that dtype: X and Z
+/// widened, added in float (in double for float64), rounded once; the kernel normalizes that same
+/// S. A residual of another shape than X's is an error in this form.
+struct ResidualSum final : ir::NodeAnnotation {
+  size_t output = 3;  ///< the output holding S
+
+  /// "residual sum in output 3".
   std::string describe() const override;
 };
 

@@ -10,6 +10,8 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_kernels.h"
+#include "backends/fusion/pattern.h"
+#include "backends/fusion/payload.h"
 #include "ops/shape_inference.h"
 #include "runtime/graph_program.h"
 #include "support/op_test_util.h"
@@ -405,8 +407,11 @@ TEST(CpuFusion, ConcatBatchNormReluBecomesOneConcat) {
 
 // fuse_residual_layernorm: Add(X, Z) -> LayerNormalization over the last axis runs as one
 // node, for a residual of X's shape (added row by row) and for sums that broadcast (the kernel
-// sums them first), NaN kept; float16 too. Not fused: a sum read twice, a LayerNormalization
-// over more than the last axis, one with its Mean output.
+// sums them first), NaN kept; float16 too; read a second time as well, a broadcasting sum or one
+// of operands not provably of one shape fuses in the pre-norm form (the kernel writes the
+// broadcast sum whole). Not fused: a LayerNormalization over more than the last axis, one with
+// its Mean output, one whose Scale is computed from the sum (the fused node would read itself);
+// each also with the sum read a second time.
 TEST(CpuFusion, ResidualAddLayerNormBecomesOneNode) {
   struct Case {
     std::vector<int64_t> a, b;
@@ -430,28 +435,120 @@ TEST(CpuFusion, ResidualAddLayerNormBecomesOneNode) {
     expect_close(o, c.dtype == DType::Float16 ? 1e-3 : 1e-5,
                  c.dtype == DType::Float16 ? 1e-3 : 1e-5);
   }
-  for (int variant = 0; variant < 3; ++variant) {
-    ir::Graph g("ln_no");
-    ir::Value* a = g.add_input("a", tensor_type(DType::Float32, {2, 5, 16}));
-    ir::Value* b = g.add_input("b", tensor_type(DType::Float32, {2, 5, 16}));
-    ir::Value* sum = g.add_node("Add", "add", {a, b}, {"sum"})->output(0);
-    ir::Value* scale = g.add_constant("scale", random_tensor(DType::Float32, {5, 16}, 95));
-    std::vector<std::string> outs = {"y"};
-    if (variant == 2) outs.push_back("mean");
-    ir::Node* ln = g.add_node("LayerNormalization", "ln", {sum, scale}, outs);
-    if (variant == 1)
-      ln->set_attribute(ir::Attribute::make_int("axis", -2));
-    else
-      ln->set_attribute(ir::Attribute::make_int("axis", -1));
-    if (variant != 1)
-      ln->set_input(1, g.add_constant("scale16", random_tensor(DType::Float32, {16}, 96)));
-    for (size_t i = 0; i < ln->num_outputs(); ++i) g.add_output(ln->output(i));
-    if (variant == 0) g.add_output(g.add_node("Neg", "neg", {sum}, {"z"})->output(0));
-    Outcome o = run_both(g, {random_tensor(DType::Float32, {2, 5, 16}, 97),
-                             random_tensor(DType::Float32, {2, 5, 16}, 98)});
-    EXPECT_FALSE(has_group(o, {"ln", "add"})) << "variant " << variant;
-    expect_close(o);
-  }
+  for (int variant = 0; variant < 5; ++variant)
+    for (bool read_twice : {false, true}) {
+      SCOPED_TRACE(::testing::Message()
+                   << "variant " << variant << (read_twice ? ", read twice" : ""));
+      ir::Graph g("ln_no");
+      ir::Shape a_shape = ir::make_shape({2, 5, 16});
+      if (variant == 4) a_shape[0] = ir::Dim("batch");  // [batch, 5, 16] + [2, 5, 16]
+      ir::Value* a = g.add_input("a", ir::Type::tensor(DType::Float32, a_shape));
+      const std::vector<int64_t> b_dims =
+          variant == 0 ? std::vector<int64_t>{16} : std::vector<int64_t>{2, 5, 16};
+      ir::Value* b = g.add_input("b", tensor_type(DType::Float32, b_dims));
+      ir::Value* sum = g.add_node("Add", "add", {a, b}, {"sum"})->output(0);
+      ir::Value* scale = variant == 1
+                             ? g.add_constant("scale", random_tensor(DType::Float32, {5, 16}, 95))
+                         : variant == 3
+                             // a Scale of the sum's own shape, computed from it
+                             ? g.add_node("Sigmoid", "gate", {sum}, {"gate_y"})->output(0)
+                             : g.add_constant("scale", random_tensor(DType::Float32, {16}, 96));
+      std::vector<std::string> outs = {"y"};
+      if (variant == 2) outs.push_back("mean");
+      ir::Node* ln = g.add_node("LayerNormalization", "ln", {sum, scale}, outs);
+      ln->set_attribute(ir::Attribute::make_int("axis", variant == 1 ? -2 : -1));
+      for (size_t i = 0; i < ln->num_outputs(); ++i) g.add_output(ln->output(i));
+      if (variant == 0 && !read_twice) continue;  // the broadcast sum, read once, fuses (above)
+      if (variant == 4 && !read_twice) continue;  // read once, any shapes fuse
+      if (read_twice) g.add_output(g.add_node("Neg", "neg", {sum}, {"z"})->output(0));
+      Outcome o = run_both(g, {random_tensor(DType::Float32, {2, 5, 16}, 97),
+                               random_tensor(DType::Float32, b_dims, 98)});
+      // Read twice, a broadcast sum (0) or one of shapes not provably equal (4) fuses too: the
+      // kernel writes the broadcast sum whole, then normalizes it.
+      EXPECT_EQ(has_group(o, {"ln", "add"}), variant == 0 || variant == 4);
+      expect_close(o);
+    }
+}
+
+// fuse_residual_layernorm's pre-norm form, in a GPT-like stack: h0 = a + b; per layer
+// y = LN(h), h = h + Tanh(y * w); out = LN(h). Each running sum but the last has two readers (its
+// norm and the next residual Add): the norm takes the Add over and also writes the sum, which the
+// next Add reads; the last one, read by the final norm alone, fuses as before (unless it is a
+// graph output too). The fused graph computes bit for bit what the unfused one does — the sums as
+// the Add kernel rounds them, float32 and both 16-bit types — with NaN and infinities in the
+// inputs (an infinity plus minus one: NaN), the sums compared too where they are graph outputs.
+TEST(CpuFusion, PreNormRunningSumIsWrittenByTheNorm) {
+  const std::vector<int64_t> dims = {2, 7, 48};
+  for (DType dtype : {DType::Float32, DType::Float16, DType::BFloat16})
+    for (bool expose : {false, true}) {
+      SCOPED_TRACE(::testing::Message()
+                   << ir::dtype_name(dtype) << (expose ? ", sums exposed" : ""));
+      ir::Graph g("prenorm");
+      ir::Value* a = g.add_input("a", tensor_type(dtype, dims));
+      ir::Value* b = g.add_input("b", tensor_type(dtype, dims));
+      ir::Value* h = g.add_node("Add", "embed", {a, b}, {"h0"})->output(0);
+      ir::Value* scale = g.add_constant("scale", random_tensor(dtype, {48}, 31, 0.5, 1.5));
+      ir::Value* bias = g.add_constant("bias", random_tensor(dtype, {48}, 32));
+      ir::Value* w = g.add_constant("w", random_tensor(dtype, {48}, 33, -2.0, 2.0));
+      for (int layer = 1; layer <= 3; ++layer) {
+        const std::string k = std::to_string(layer);
+        ir::Value* y =
+            g.add_node("LayerNormalization", "ln" + k, {h, scale, bias}, {"y" + k})->output(0);
+        ir::Value* m = g.add_node("Mul", "mul" + k, {y, w}, {"m" + k})->output(0);
+        ir::Value* f = g.add_node("Tanh", "tanh" + k, {m}, {"f" + k})->output(0);
+        if (expose && layer == 1) g.add_output(h);
+        h = g.add_node("Add", "add" + k, {h, f}, {"h" + k})->output(0);
+      }
+      g.add_output(g.add_node("LayerNormalization", "ln_f", {h, scale, bias}, {"out"})->output(0));
+      if (expose) g.add_output(h);
+      std::vector<double> av = to_doubles(random_tensor(dtype, dims, 34, -3.0, 3.0));
+      std::vector<double> bv = to_doubles(random_tensor(dtype, dims, 35, -3.0, 3.0));
+      const double inf = std::numeric_limits<double>::infinity();
+      av[3] = std::numeric_limits<double>::quiet_NaN();  // row 0
+      av[50] = inf;                                      // row 1: inf + -inf
+      bv[50] = -inf;
+      bv[100] = inf;  // row 2: an infinite sum
+      Outcome o = run_both(g, {tensor_of(dtype, dims, av), tensor_of(dtype, dims, bv)});
+      for (const auto& group : std::vector<std::vector<std::string>>{
+               {"ln1", "embed"}, {"ln2", "add1"}, {"ln3", "add2"}, {"ln_f", "add3"}})
+        EXPECT_TRUE(has_group(o, group)) << group[0];
+      ASSERT_EQ(o.fused.size(), o.plain.size());
+      for (size_t i = 0; i < o.fused.size(); ++i)
+        EXPECT_EQ(compare_tensors(o.fused[i].tensor, o.plain[i].tensor, 0, 0), "")
+            << "output " << i;
+      if (expose) {  // h0 and h3, read by the next norm (and Add) and the graph
+        const ir::Tensor& h0 = o.fused[0].tensor;
+        EXPECT_TRUE(std::isnan(h0.scalar_as_double(3)));
+        EXPECT_TRUE(std::isnan(h0.scalar_as_double(50)));
+        EXPECT_EQ(h0.scalar_as_double(100), inf);
+        // The exact sum (of two values in [-3, 3)) rounded once to the dtype, as the Add does.
+        EXPECT_EQ(h0.scalar_as_double(101),
+                  tensor_of(dtype, {1}, {av[101] + bv[101]}).scalar_as_double(0));
+      }
+      // The rows without a NaN or an infinity stay finite.
+      EXPECT_TRUE(std::isfinite(o.fused.back().tensor.scalar_as_double(48 * 5)));
+    }
+}
+
+// The cpu kernel of the pre-norm form, handed a node no fusion would make: a residual of another
+// shape than X's (the sum written must be X + Z in X's shape) or none fails naming the node.
+TEST(CpuFusion, ResidualSumKernelNeedsAResidual) {
+  ir::Graph g("ln_sum");
+  ir::Value* x = g.add_input("x", tensor_type(DType::Float32, {2, 5, 16}));
+  ir::Value* scale = g.add_constant("scale", random_tensor(DType::Float32, {16}, 41));
+  ir::Node* ln = g.add_node("LayerNormalization", "ln", {x, scale}, {"y"});
+  g.add_output(ln->output(0));
+  ops::infer_types(g);
+  // The fused form's inputs and outputs (past the schema's counts, so made after inference).
+  ln = backends::pattern::replace_nodes(g, {ln}, *ln, {x, scale, nullptr, nullptr},
+                                        {ln->output(0), nullptr, nullptr, nullptr});
+  ln->annotate(std::make_shared<backends::fusion::ResidualSum>());
+  runtime::GraphProgram program(g, cpu::cpu_kernels());
+  expect_error(
+      [&] {
+        run_program(program, {ir::Datum(random_tensor(DType::Float32, {2, 5, 16}, 42))});
+      },
+      ErrorCode::InvalidArgument, "node 'ln': the fused residual sum needs a residual");
 }
 
 // fuse_softmax_mask: Add(X, M) -> Softmax over the last axis runs as one node: masks that

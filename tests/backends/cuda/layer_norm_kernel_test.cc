@@ -2,8 +2,9 @@
 // layer_norm.cu, through launch_layer_norm): the row kernel at the row lengths and counts it
 // chooses its launch shape by, and the generic kernel past kLayerNormRowMaxCols; with and without
 // a residual; 16-byte and unaligned operands; the mixed dtypes of LayerNormArgs (X, Z and Y of
-// different types, the saturating second output) — against a reference in double, and the fused
-// forms bit for bit against the unfused Cast -> Add -> LayerNormalization -> Cast they replace.
+// different types, the saturating second output, the residual sum written out) — against a
+// reference in double, and the fused forms bit for bit against the unfused Cast -> Add ->
+// LayerNormalization -> Cast they replace.
 // Through graphs the same kernels run in the op harness (tests/harness/cases/normalization.cc).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -11,6 +12,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -57,6 +59,7 @@ struct Spec {
   DType y = kNone;       // kNone: X's
   DType param = kNone;   // Scale's and B's; kNone: Y's
   DType narrow = kNone;  // y_narrow's; kNone: no second output
+  bool sum = false;      // write S (needs z), in Y's dtype
   bool write_y = true;
   bool bias = true;
   bool stats = false;          // Mean and InvStdDev (float32)
@@ -73,11 +76,12 @@ struct Spec {
 std::string name_of(DType d) { return d == kNone ? "-" : std::string(dtype_name(d)); }
 
 std::string describe(const Spec& s) {
-  return fmt::format("rows {} cols {}: x {} z {} y {}{} param {} narrow {}{}{}{}{}", s.rows, s.cols,
-                     name_of(s.x), name_of(s.z), name_of(s.y_type()),
+  return fmt::format("rows {} cols {}: x {} z {} y {}{} param {} narrow {}{}{}{}{}{}", s.rows,
+                     s.cols, name_of(s.x), name_of(s.z), name_of(s.y_type()),
                      s.write_y ? "" : " (unwritten)", name_of(s.param_type()), name_of(s.narrow),
-                     s.bias ? "" : ", no bias", s.scale_per_row ? ", scale per row" : "",
-                     s.unaligned ? ", unaligned" : "", s.double_stats ? ", double statistics" : "");
+                     s.sum ? ", sum written" : "", s.bias ? "" : ", no bias",
+                     s.scale_per_row ? ", scale per row" : "", s.unaligned ? ", unaligned" : "",
+                     s.double_stats ? ", double statistics" : "");
 }
 
 struct Inputs {
@@ -98,7 +102,7 @@ Inputs random_inputs(const Spec& s) {
 }
 
 struct Outputs {
-  std::optional<Tensor> y, narrow, mean, inv_std_dev;
+  std::optional<Tensor> y, narrow, sum, mean, inv_std_dev;
 };
 
 // launch_layer_norm on `in` as `s` describes, its outputs poisoned first.
@@ -111,11 +115,12 @@ Outputs run_layer_norm(const Spec& s, const Inputs& in) {
   };
   DeviceBuffer x(in.x, offset(s.x));
   DeviceBuffer scale(in.scale, offset(s.param_type()));
-  std::unique_ptr<DeviceBuffer> z, bias, narrow, mean, inv;
+  std::unique_ptr<DeviceBuffer> z, bias, narrow, sum, mean, inv;
   if (in.z) z = std::make_unique<DeviceBuffer>(*in.z, offset(s.z));
   if (in.bias) bias = std::make_unique<DeviceBuffer>(*in.bias, offset(s.param_type()));
   std::unique_ptr<DeviceBuffer> y = output(s.y_type(), n);
   if (s.narrow != kNone) narrow = output(s.narrow, n);
+  if (s.sum) sum = output(s.y_type(), n);
   if (s.stats) {
     mean = output(kF32, static_cast<size_t>(s.rows));
     inv = output(kF32, static_cast<size_t>(s.rows));
@@ -147,6 +152,7 @@ Outputs run_layer_norm(const Spec& s, const Inputs& in) {
     a.y_narrow = narrow->get();
     a.y_narrow_dtype = s.narrow;
   }
+  a.sum = sum ? sum->get() : nullptr;
   a.rows = s.rows;
   a.cols = s.cols;
   a.epsilon = s.epsilon;
@@ -156,7 +162,7 @@ Outputs run_layer_norm(const Spec& s, const Inputs& in) {
   a.inv_std_dev = inv ? inv->get() : nullptr;
   check_cuda(cuda::launch_layer_norm(a, nullptr), "launch_layer_norm");
   sync_device();
-  for (const DeviceBuffer* b : {y.get(), narrow.get(), mean.get(), inv.get()}) {
+  for (const DeviceBuffer* b : {y.get(), narrow.get(), sum.get(), mean.get(), inv.get()}) {
     if (b) {
       EXPECT_TRUE(b->guards_intact()) << "a write outside an output";
     }
@@ -166,6 +172,7 @@ Outputs run_layer_norm(const Spec& s, const Inputs& in) {
   const Shape shape = {s.rows, s.cols};
   if (s.write_y) out.y = y->download(s.y_type(), shape);
   if (narrow) out.narrow = narrow->download(s.narrow, shape);
+  if (sum) out.sum = sum->download(s.y_type(), shape);
   if (mean) out.mean = mean->download(kF32, {s.rows});
   if (inv) out.inv_std_dev = inv->download(kF32, {s.rows});
   return out;
@@ -243,10 +250,34 @@ std::string saturating_cast_mismatches(const Tensor& narrow, const Tensor& y) {
   return msg;
 }
 
+// "" when `got` holds `want` bit for bit (where `want` is NaN: any NaN), else the first
+// mismatches.
+std::string bit_mismatches(const Tensor& got, const Tensor& want) {
+  if (got.dtype() != want.dtype() || got.shape() != want.shape()) return "dtype or shape differ";
+  const size_t size = dtype_size(want.dtype());
+  const char* g = static_cast<const char*>(got.raw());
+  const char* w = static_cast<const char*>(want.raw());
+  std::string msg;
+  int bad = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    const size_t at = static_cast<size_t>(i) * size;
+    const bool ok = std::isnan(want.scalar_as_double(i)) ? std::isnan(got.scalar_as_double(i))
+                                                         : std::memcmp(g + at, w + at, size) == 0;
+    if (!ok && bad++ < 5)
+      msg += fmt::format("[{}] {} != {}; ", i, got.scalar_as_double(i), want.scalar_as_double(i));
+  }
+  if (bad) msg = fmt::format("{} of {} elements differ: {}", bad, want.numel(), msg);
+  return msg;
+}
+
 void check(const Spec& s, const Inputs& in, const Outputs& out) {
   SCOPED_TRACE(describe(s));
   const Expected e = reference(s, in);
   const Shape shape = {s.rows, s.cols};
+  // The sum as the unfused Casts and Add leave it, exactly.
+  if (s.sum) {
+    EXPECT_EQ(bit_mismatches(*out.sum, tensor_of(s.y_type(), shape, summed(s, in))), "");
+  }
   if (s.write_y) {
     const Tolerance t = tolerance_for(s.y_type());
     EXPECT_TENSOR_NEAR(*out.y, tensor_of(s.y_type(), shape, e.y), t.rtol, t.atol);
@@ -368,6 +399,88 @@ TEST(CudaLayerNormKernel, MixedDtypes) {
       }
 }
 
+TEST(CudaLayerNormKernel, SumOutputAtEveryRowLengthAndDtype) {
+  SY_SKIP_WITHOUT_CUDA_DEVICE();
+  // LayerNormArgs::sum (fusion::ResidualSum, the pre-norm running sum): S written in Y's dtype
+  // as the norm reads X and Z, bit for bit the unfused Add's. Row lengths of the scalar form (1,
+  // 7, 33, 771, 3001), the 16-byte form of one and two slots (768, 1024, 4096, 8192) and the
+  // generic kernel (8200, 9000); one row, a few, more than a block's worth; the residual stream
+  // under --precision fp16/bf16 (a float32 X and Y with a 16-bit Z, or a 16-bit X absorbed from
+  // its Cast) and single-dtype norms; with the narrow copy beside it; unaligned operands;
+  // double statistics (the generic kernel at any length).
+  struct Types {
+    DType x, z, y, narrow;
+  };
+  const std::vector<Types> types = {
+      {kF32, kF32, kF32, kNone},   {kF16, kF16, kF16, kNone},  {kBF16, kBF16, kBF16, kNone},
+      {kF32, kF16, kF32, kF16},    {kF32, kBF16, kF32, kBF16}, {kF16, kF32, kF32, kF16},
+      {kBF16, kBF16, kF32, kNone}, {kF64, kF64, kF64, kNone},
+  };
+  const std::vector<int64_t> lengths = {1, 7, 33, 768, 771, 1024, 3001, 4096, 8192, 8200, 9000};
+  uint64_t seed = 10000;
+  for (const Types& t : types)
+    for (int64_t cols : lengths)
+      for (int64_t rows : {1, 3, 130}) {
+        if (rows == 130 && cols > 1024 && t.x != kF32) continue;  // the reference's time only
+        Spec s;
+        s.rows = rows;
+        s.cols = cols;
+        s.x = t.x;
+        s.z = t.z;
+        s.y = t.y;
+        s.narrow = t.narrow;
+        s.sum = true;
+        s.unaligned = rows == 3 && cols % 8 == 0;
+        s.double_stats = rows == 1 && cols == 768;
+        s.stats = rows == 3;
+        s.seed = seed += 4;
+        run_and_check(s);
+      }
+}
+
+TEST(CudaLayerNormKernel, SumOutputKeepsNaNAndInfinities) {
+  SY_SKIP_WITHOUT_CUDA_DEVICE();
+  // X and Z holding NaN, ±inf (inf + -inf: NaN) and, for float16, sums past its range (70000:
+  // infinity, as the unfused Add gives it); the rows with them normalize to NaN, the others stay
+  // finite; the sum is the Add's everywhere.
+  uint64_t seed = 11000;
+  for (const auto& [x, z, y] : std::vector<std::array<DType, 3>>{
+           {kF32, kF32, kF32}, {kF32, kF16, kF32}, {kF16, kF16, kF16}, {kBF16, kBF16, kBF16}})
+    for (int64_t cols : {768, 771, 9000}) {
+      Spec s;
+      s.rows = 5;
+      s.cols = cols;
+      s.x = x;
+      s.z = z;
+      s.y = y;
+      s.sum = true;
+      s.seed = seed += 4;
+      Inputs in = random_inputs(s);
+      std::vector<double> xv = to_doubles(in.x), zv = to_doubles(*in.z);
+      xv[static_cast<size_t>(cols + 3)] = kNaN;      // row 1
+      xv[static_cast<size_t>(2 * cols + 4)] = kInf;  // row 2: inf + -inf
+      zv[static_cast<size_t>(2 * cols + 4)] = -kInf;
+      zv[static_cast<size_t>(3 * cols + 5)] = -kInf;  // row 3: -inf
+      if (x == kF16) {                                // row 4: 40000 + 30000 overflows float16
+        xv[static_cast<size_t>(4 * cols + 6)] = 40000;
+        zv[static_cast<size_t>(4 * cols + 6)] = 30000;
+      }
+      in.x = tensor_of(x, {s.rows, cols}, xv);
+      in.z = tensor_of(z, {s.rows, cols}, zv);
+      const Outputs out = run_layer_norm(s, in);
+      check(s, in, out);
+      SCOPED_TRACE(describe(s));
+      EXPECT_TRUE(std::isnan(out.sum->scalar_as_double(cols + 3)));
+      EXPECT_TRUE(std::isnan(out.sum->scalar_as_double(2 * cols + 4)));
+      EXPECT_EQ(out.sum->scalar_as_double(3 * cols + 5), -kInf);
+      if (x == kF16) {
+        EXPECT_EQ(out.sum->scalar_as_double(4 * cols + 6), kInf);
+      }
+      EXPECT_TRUE(std::isnan(out.y->scalar_as_double(cols)));
+      EXPECT_TRUE(std::isfinite(out.y->scalar_as_double(0)));
+    }
+}
+
 TEST(CudaLayerNormKernel, ResidualSumIsTheUnfusedCastAndAdd) {
   SY_SKIP_WITHOUT_CUDA_DEVICE();
   // LN(X + Z) with the casts absorbed computes bit for bit what the unfused graph does: the sum
@@ -392,6 +505,7 @@ TEST(CudaLayerNormKernel, ResidualSumIsTheUnfusedCastAndAdd) {
       fused.z = t.z;
       fused.y = t.y;
       fused.narrow = t.narrow;
+      fused.sum = true;
       fused.stats = true;
       fused.seed = seed += 4;
       SCOPED_TRACE(describe(fused));
@@ -400,10 +514,12 @@ TEST(CudaLayerNormKernel, ResidualSumIsTheUnfusedCastAndAdd) {
       Spec unfused = fused;
       unfused.x = t.y;
       unfused.z = kNone;
+      unfused.sum = false;
       Inputs summed_in = in;
       summed_in.x = tensor_of(t.y, {rows, cols}, summed(fused, in));
       summed_in.z.reset();
       const Outputs b = run_layer_norm(unfused, summed_in);
+      EXPECT_TRUE(same_bits(*a.sum, summed_in.x));  // what the Add gave the unfused norm
       EXPECT_TRUE(same_bits(*a.y, *b.y));
       if (t.narrow != kNone) {
         EXPECT_TRUE(same_bits(*a.narrow, *b.narrow));
@@ -554,6 +670,9 @@ TEST(CudaLayerNormKernel, RefusesInvalidArguments) {
   a.residual_dtype = DType::Int64;
   EXPECT_EQ(cuda::launch_layer_norm(a, nullptr), cudaErrorInvalidValue);
   a.residual = nullptr;
+  a.sum = &dummy;  // a sum needs the residual
+  EXPECT_EQ(cuda::launch_layer_norm(a, nullptr), cudaErrorInvalidValue);
+  a.sum = nullptr;
   a.x_dtype = DType::Int32;
   EXPECT_EQ(cuda::launch_layer_norm(a, nullptr), cudaErrorInvalidValue);
 }

@@ -4,6 +4,7 @@
 // that states which dtypes each op takes, as the CUDA registry does.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <stdexcept>
 
 #include "backends/cuda/precision.h"
@@ -30,8 +31,8 @@ runtime::KernelRegistry registry() {
                                throw std::logic_error("the precision test runs no kernel");
                              }});
   };
-  for (ops::OpKind op : {ops::OpKind::MatMul, ops::OpKind::Add, ops::OpKind::LayerNormalization,
-                         ops::OpKind::Relu, ops::OpKind::Cast})
+  for (ops::OpKind op : {ops::OpKind::MatMul, ops::OpKind::Gemm, ops::OpKind::Add,
+                         ops::OpKind::LayerNormalization, ops::OpKind::Relu, ops::OpKind::Cast})
     add(op, all);
   add(ops::OpKind::Erf, {ir::DType::Float32});  // no narrow kernel
   return r;
@@ -229,6 +230,219 @@ TEST(CudaPrecision, LayerNormAbsorbsTheResidualStreamCasts) {
     }
     expect_no_dead_casts(g);
   }
+}
+
+// A pre-norm stack as a CUDA partition compiles it under fp16/bf16: h0 = X + P; per layer
+// h = h + LN(h) @ W; out = LN(h). The residual fusion leaves no Add (each norm writes the running
+// sum its Add made, fusion::ResidualSum), the rewrite keeps every norm — and so every sum —
+// float32, and absorb_layer_norm_casts takes each product's widening Cast (the residual, input 3)
+// and the narrowing Cast of Y (the copy the next product reads) while the sum output stays.
+TEST(CudaPrecision, PreNormResidualSumsStayFloat32ThroughTheCastAbsorption) {
+  for (ir::DType target : {ir::DType::Float16, ir::DType::BFloat16}) {
+    SCOPED_TRACE(ir::dtype_name(target));
+    ir::Graph g("prenorm");
+    ir::Value* x = g.add_input("X", f32({2, 4, 8}));
+    ir::Value* p = g.add_input("P", f32({2, 4, 8}));
+    ir::Value* w = g.add_constant("W", random_tensor(ir::DType::Float32, {8, 8}, 1));
+    ir::Value* gamma = g.add_constant("gamma", random_tensor(ir::DType::Float32, {8}, 3));
+    ir::Value* h = g.add_node("Add", "embed", {x, p}, {"h0"})->output(0);
+    for (int i = 1; i <= 2; ++i) {
+      const std::string k = std::to_string(i);
+      ir::Value* n = g.add_node("LayerNormalization", "ln" + k, {h, gamma}, {"n" + k})->output(0);
+      ir::Value* f = g.add_node("MatMul", "mm" + k, {n, w}, {"f" + k})->output(0);
+      h = g.add_node("Add", "sum" + k, {h, f}, {"h" + k})->output(0);
+    }
+    g.add_output(g.add_node("LayerNormalization", "ln3", {h, gamma}, {"out"})->output(0));
+    g.add_output(h);  // the last sum leaves the partition too
+    ops::infer_types(g);
+    backends::fuse_residual_layernorm(g);
+    auto got = apply_precision(g, target, registry());
+    std::map<std::string, std::string> by_name;
+    for (const auto& [n, prec] : got) by_name[n->name()] = prec;
+    for (const char* wide : {"ln1", "ln2", "ln3"}) EXPECT_EQ(by_name[wide], "fp32") << wide;
+    for (const char* narrow : {"mm1", "mm2"}) EXPECT_NE(by_name[narrow], "fp32") << narrow;
+    const size_t absorbed = absorb_layer_norm_casts(g);
+    ir::verify(g);
+    // ln1: the copy of Y the product reads (its X and residual are the float32 inputs); ln2: the
+    // product's widening Cast and the copy; ln3 (Y read by no product): the widening Cast.
+    EXPECT_EQ(absorbed, 1u + 2u + 1u);
+    for (const auto& n : g.nodes()) EXPECT_NE(n->op_type(), "Add") << n->name();
+    const ir::Node* ln[4] = {nullptr, node(g, "ln1"), node(g, "ln2"), node(g, "ln3")};
+    for (int i = 1; i <= 3; ++i) {
+      SCOPED_TRACE(i);
+      ASSERT_NE(ln[i], nullptr);
+      const auto* sum = ln[i]->annotation<backends::fusion::ResidualSum>();
+      ASSERT_NE(sum, nullptr);
+      ASSERT_EQ(ln[i]->num_outputs(), 4u);
+      EXPECT_EQ(ln[i]->output(0)->type().dtype, ir::DType::Float32);
+      EXPECT_EQ(ln[i]->output(3)->type().dtype, ir::DType::Float32);  // the Add's, kept wide
+      EXPECT_EQ(ln[i]->output(3)->name(), "h" + std::to_string(i - 1));
+      EXPECT_TRUE(ln[i]->output(2)->uses().empty());
+      EXPECT_EQ(ln[i]->input(1), gamma);
+      if (i == 3) {
+        EXPECT_EQ(ln[i]->annotation<NarrowCopy>(), nullptr);
+        EXPECT_TRUE(ln[i]->output(1)->uses().empty());
+      } else {  // Y's 16-bit copy, output 1, is what the next product reads
+        EXPECT_NE(ln[i]->annotation<NarrowCopy>(), nullptr);
+        EXPECT_EQ(ln[i]->output(1)->type().dtype, target);
+        EXPECT_EQ(node(g, "mm" + std::to_string(i))->input(0), ln[i]->output(1));
+      }
+    }
+    // The stream: X and P read as the graph's float32 inputs, each sum by the next norm as X,
+    // each product's 16-bit result as the next norm's residual.
+    EXPECT_EQ(ln[1]->input(0), x);
+    EXPECT_EQ(ln[1]->input(3), p);
+    for (int i = 2; i <= 3; ++i) {
+      EXPECT_EQ(ln[i]->input(0), ln[i - 1]->output(3)) << i;
+      EXPECT_EQ(ln[i]->input(3), node(g, "mm" + std::to_string(i - 1))->output(0)) << i;
+      EXPECT_EQ(ln[i]->input(3)->type().dtype, target) << i;
+    }
+    // The last sum leaves as float32 from ln3 itself, no Cast between.
+    EXPECT_EQ(g.outputs()[1], ln[3]->output(3));
+    expect_no_dead_casts(g);
+  }
+}
+
+// The float32 Casts of products that run narrow, as after apply_precision (one per product).
+size_t count_widening_casts(const ir::Graph& g) {
+  size_t count = 0;
+  for (const auto& n : g.nodes())
+    if (n->op_type() == "Cast" && n->attr_int("to") == static_cast<int64_t>(ir::DType::Float32))
+      ++count;
+  return count;
+}
+
+// absorb_product_casts after fusion and the narrow rewrite, as a CUDA partition runs them: the
+// products whose 16-bit results leave as float32 write float32 themselves, their Casts gone; a
+// constant bias or C is widened exactly; a product with a second reader keeps its Cast.
+TEST(CudaPrecision, ProductsWriteTheirFloat32ResultsThemselves) {
+  for (ir::DType target : {ir::DType::Float16, ir::DType::BFloat16}) {
+    SCOPED_TRACE(ir::dtype_name(target));
+    ir::Graph g("heads");
+    ir::Value* x = g.add_input("X", f32({2, 4, 8}));
+    ir::Value* x2 = g.add_input("X2", f32({4, 8}));
+    auto constant = [&](const std::string& name, std::vector<int64_t> shape, uint64_t seed) {
+      return g.add_constant(name, random_tensor(ir::DType::Float32, shape, seed));
+    };
+    // y1 = X @ W1 (GPT's logits); y2 = Relu(X @ W2 + b) (fused epilogue); y3 = X @ W3 is also
+    // read by a Relu (r3); y4 = Gemm(X2, W4, C) with a full [4, 8] C.
+    ir::Value* y1 = g.add_node("MatMul", "mm1", {x, constant("W1", {8, 5}, 1)}, {"y1"})->output(0);
+    ir::Value* p2 = g.add_node("MatMul", "mm2", {x, constant("W2", {8, 6}, 2)}, {"p2"})->output(0);
+    ir::Value* b2 = constant("b2", {6}, 3);
+    ir::Value* s2 = g.add_node("Add", "bias2", {p2, b2}, {"s2"})->output(0);
+    ir::Value* y2 = g.add_node("Relu", "relu2", {s2}, {"y2"})->output(0);
+    ir::Value* y3 = g.add_node("MatMul", "mm3", {x, constant("W3", {8, 7}, 4)}, {"y3"})->output(0);
+    ir::Value* r3 = g.add_node("Relu", "relu3", {y3}, {"r3"})->output(0);
+    ir::Value* c4 = constant("C4", {4, 8}, 6);
+    ir::Node* gemm = g.add_node("Gemm", "gemm4", {x2, constant("W4", {8, 8}, 5), c4}, {"y4"});
+    gemm->set_attribute(ir::Attribute::make_float("beta", 0.5f));
+    for (ir::Value* out : {y1, y2, y3, r3, gemm->output(0)}) g.add_output(out);
+    ops::infer_types(g);
+
+    backends::fuse_matmul_epilogues(g, /*tanh_gelu=*/true);
+    apply_precision(g, target, registry());
+    absorb_layer_norm_casts(g);
+    EXPECT_EQ(count_widening_casts(g), 5u);
+    EXPECT_EQ(absorb_product_casts(g), 3u);
+    ir::verify(g);
+    expect_no_dead_casts(g);
+    // Left: y3's Cast (y3 is also read by relu3) and r3's (Relu is no product).
+    EXPECT_EQ(count_widening_casts(g), 2u);
+
+    const std::vector<std::string> names = {"mm1", "mm2", "mm3", "gemm4"};
+    const std::vector<bool> wide = {true, true, false, true};
+    for (size_t i = 0; i < names.size(); ++i) {
+      SCOPED_TRACE(names[i]);
+      const ir::Node* n = node(g, names[i]);
+      ASSERT_NE(n, nullptr);
+      EXPECT_EQ(n->input(0)->type().dtype, target);
+      EXPECT_EQ(n->input(1)->type().dtype, target);
+      EXPECT_EQ(n->annotation<WideProduct>() != nullptr, wide[i]);
+      EXPECT_EQ(n->output(0)->type().dtype, wide[i] ? ir::DType::Float32 : target);
+    }
+    // The products are the graph outputs now, under the names the Casts gave them.
+    EXPECT_EQ(g.outputs()[0]->producer(), node(g, "mm1"));
+    EXPECT_EQ(g.outputs()[1]->producer(), node(g, "mm2"));
+    EXPECT_EQ(g.outputs()[4]->producer(), node(g, "gemm4"));
+    EXPECT_NE(cast_of(g.outputs()[2], ir::DType::Float32), nullptr);
+    EXPECT_EQ(cast_of(g.outputs()[2], ir::DType::Float32)->input(0), node(g, "mm3")->output(0));
+    for (size_t i : {0, 1, 4}) EXPECT_EQ(g.outputs()[i]->type().dtype, ir::DType::Float32);
+    // The epilogue stays; the bias and C are float32 constants holding the 16-bit values exactly.
+    EXPECT_NE(node(g, "mm2")->annotation<backends::fusion::Epilogue>(), nullptr);
+    for (auto [name, original] : {std::pair{"mm2", b2}, std::pair{"gemm4", c4}}) {
+      const ir::Value* widened = node(g, name)->input(2);
+      ASSERT_TRUE(widened->is_constant()) << name;
+      ASSERT_EQ(widened->constant().dtype(), ir::DType::Float32) << name;
+      const ir::Tensor narrow = convert_float_tensor(original->constant(), target);
+      ASSERT_EQ(widened->constant().numel(), narrow.numel());
+      for (int64_t i = 0; i < narrow.numel(); ++i) {
+        const float want = target == ir::DType::Float16
+                               ? static_cast<float>(narrow.data<Float16>()[i])
+                               : static_cast<float>(narrow.data<BFloat16>()[i]);
+        EXPECT_EQ(widened->constant().data<float>()[i], want) << name << " " << i;
+      }
+    }
+    EXPECT_EQ(absorb_product_casts(g), 0u);  // nothing left to take
+  }
+}
+
+// What absorb_product_casts leaves alone: a Cast that narrows or carries a payload, a product of
+// float32 operands, a fused attention, a Cast nobody reads, a product with a second reader.
+TEST(CudaPrecision, ProductCastsThatMustStay) {
+  auto f16 = [](std::vector<int64_t> dims) {
+    ir::Type t = f32(std::move(dims));
+    t.dtype = ir::DType::Float16;
+    return t;
+  };
+  auto cast_to = [](ir::Graph& g, ir::Value* v, ir::DType to, const std::string& name) {
+    ir::Node* c = g.add_node("Cast", name, {v}, {name + "_y"});
+    c->set_attribute(ir::Attribute::make_int("to", static_cast<int64_t>(to)));
+    ir::Type t = v->type();
+    t.dtype = to;
+    c->output(0)->set_type(t);
+    return c;
+  };
+  auto product = [&](ir::Graph& g, ir::Value* a, ir::Value* b, const std::string& name,
+                     ir::DType out) {
+    ir::Node* m = g.add_node("MatMul", name, {a, b}, {name + "_y"});
+    ir::Type t = f32({4, 4});
+    t.dtype = out;
+    m->output(0)->set_type(t);
+    return m;
+  };
+  ir::Graph g("keep");
+  ir::Value* a16 = g.add_input("A16", f16({4, 4}));
+  ir::Value* a32 = g.add_input("A32", f32({4, 4}));
+  // A Cast to float16 of a float32 product (the opposite direction).
+  g.add_output(cast_to(g, product(g, a32, a32, "narrowing", ir::DType::Float32)->output(0),
+                       ir::DType::Float16, "to16")
+                   ->output(0));
+  // float32 operands under a 16-bit product value (no WideProduct can read them).
+  g.add_output(cast_to(g, product(g, a32, a32, "wide_operands", ir::DType::Float16)->output(0),
+                       ir::DType::Float32, "wide_cast")
+                   ->output(0));
+  // A Cast with a payload: it computes something else.
+  ir::Node* marked = cast_to(g, product(g, a16, a16, "marked", ir::DType::Float16)->output(0),
+                             ir::DType::Float32, "marked_cast");
+  marked->annotate(std::make_shared<SaturatingCast>());
+  g.add_output(marked->output(0));
+  // A fused attention is another kernel.
+  ir::Node* attention = product(g, a16, a16, "attention", ir::DType::Float16);
+  attention->annotate(std::make_shared<backends::fusion::Attention>());
+  g.add_output(cast_to(g, attention->output(0), ir::DType::Float32, "attention_cast")->output(0));
+  // A Cast nobody reads.
+  cast_to(g, product(g, a16, a16, "dead", ir::DType::Float16)->output(0), ir::DType::Float32,
+          "dead_cast");
+  // The product is a graph output itself, and its Cast another.
+  ir::Value* shared = product(g, a16, a16, "shared", ir::DType::Float16)->output(0);
+  g.add_output(shared);
+  g.add_output(cast_to(g, shared, ir::DType::Float32, "shared_cast")->output(0));
+
+  EXPECT_EQ(absorb_product_casts(g), 0u);
+  for (const auto& n : g.nodes()) EXPECT_EQ(n->annotation<WideProduct>(), nullptr) << n->name();
+  for (const char* cast :
+       {"to16", "wide_cast", "marked_cast", "attention_cast", "dead_cast", "shared_cast"})
+    EXPECT_NE(g.find_node(cast), nullptr) << cast;
 }
 
 }  // namespace

@@ -157,6 +157,89 @@ TEST(AttentionFusion, GptCausalWhereAndFloat16) {
   EXPECT_EQ(g.find_node("where"), nullptr);
 }
 
+// GPT's exported mask: Slice(Slice(tril constant, axis 2), axis 3) -> Not -> Cast(bool) ->
+// Where(., -inf, scores). Under mask_views the chain joins the attention: input 3 is the
+// constant, the Slices' parameters inputs 7-14, the kind flipped by the Not; without it, the
+// Where's condition stays the Cast's value.
+TEST(AttentionFusion, AMaskReadThroughSlicesAndANotJoinsTheAttention) {
+  auto build_sliced = [](ir::Graph& g) {
+    Variant v;
+    v.mask = "none";
+    v.dtype = DType::Float16;
+    v.merge = false;
+    build(g, v);
+    // Rewire: the softmax reads Where(mask, -inf, scaled) instead of `scaled`.
+    ir::Node* sm = g.find_node("softmax");
+    ir::Value* scaled = sm->input(0);
+    ir::Tensor tril(DType::Bool, {1, 1, 16, 16});
+    for (int64_t i = 0; i < 16; ++i)
+      for (int64_t j = 0; j < 16; ++j) tril.data<bool>()[i * 16 + j] = j <= i;
+    ir::Value* bias = g.add_constant("bias", tril);
+    ir::Value* seq = g.add_input("ends", tensor(DType::Int64, {1}));
+    ir::Value* zero = g.add_constant("zero", testing::int64_tensor({0}));
+    ir::Value* rows =
+        g.add_node("Slice", "slice_rows",
+                   {bias, zero, seq, g.add_constant("axis2", testing::int64_tensor({2}))}, {"r"})
+            ->output(0);
+    ir::Value* cols =
+        g.add_node("Slice", "slice_cols",
+                   {rows, zero, seq, g.add_constant("axis3", testing::int64_tensor({3}))}, {"m"})
+            ->output(0);
+    ir::Value* masked = g.add_node("Not", "not", {cols}, {"nm"})->output(0);
+    ir::Node* cast = g.add_node("Cast", "cast", {masked}, {"nmb"});
+    cast->set_attribute(ir::Attribute::make_int("to", static_cast<int64_t>(DType::Bool)));
+    ir::Value* fill = scalar(g, "fill", -std::numeric_limits<float>::infinity(), DType::Float16);
+    ir::Value* w = g.add_node("Where", "where", {cast->output(0), fill, scaled}, {"sw"})->output(0);
+    sm->set_input(0, w);
+    g.sort_topologically();
+  };
+  for (bool views : {true, false}) {
+    SCOPED_TRACE(views ? "mask_views" : "no mask_views");
+    ir::Graph g("gpt_sliced");
+    build_sliced(g);
+    ops::infer_types(g);
+    std::vector<runtime::FusionGroup> groups = fuse_matmul_epilogues(g, true);
+    for (auto& x : fold_transposes_into_matmul(g, {DType::Float16})) groups.push_back(std::move(x));
+    for (auto& x : fuse_softmax_mask(g)) groups.push_back(std::move(x));
+    AttentionRules rules{{DType::Float16}};
+    rules.mask_views = views;
+    for (auto& x : fuse_attention(g, rules)) groups.push_back(std::move(x));
+    groups = merge_fusion_groups(std::move(groups));
+    ir::verify(g);
+    const ir::Node* n = g.find_node("context");
+    ASSERT_NE(n, nullptr);
+    const fusion::Attention* a = n->annotation<fusion::Attention>();
+    ASSERT_NE(a, nullptr);
+    ASSERT_EQ(groups.size(), 1u);
+    if (!views) {
+      EXPECT_EQ(a->mask, Mask::WhereTrue);
+      EXPECT_EQ(n->input(3)->name(), "nmb");
+      EXPECT_TRUE(a->mask_slices.empty());
+      EXPECT_NE(g.find_node("not"), nullptr);
+      continue;
+    }
+    EXPECT_EQ(a->mask, Mask::WhereFalse) << "the Not flips the kind";
+    EXPECT_EQ(n->input(3)->name(), "bias");
+    ASSERT_EQ(n->num_inputs(), 15u);
+    for (size_t i = 4; i < 7; ++i) EXPECT_EQ(n->input(i), nullptr) << i;
+    EXPECT_EQ(n->input(7)->name(), "zero");   // slice_rows' starts
+    EXPECT_EQ(n->input(8)->name(), "ends");   // its ends
+    EXPECT_EQ(n->input(9)->name(), "axis2");  // its axes
+    EXPECT_EQ(n->input(10), nullptr);         // no steps
+    EXPECT_EQ(n->input(13)->name(), "axis3");
+    ASSERT_EQ(a->mask_slices.size(), 2u);
+    EXPECT_EQ(a->mask_slices[0].slice, "slice_rows");
+    EXPECT_EQ(a->mask_slices[1].slice, "slice_cols");
+    EXPECT_NE(a->describe().find(" mask=where_false fill=-inf mask_slices=2"), std::string::npos)
+        << a->describe();
+    for (const char* gone : {"not", "cast", "slice_rows", "slice_cols", "where", "softmax"})
+      EXPECT_EQ(g.find_node(gone), nullptr) << gone;
+    EXPECT_EQ(groups[0].members,
+              (std::vector<std::string>{"context", "tv", "scores", "scale", "tq", "tk", "where",
+                                        "cast", "not", "slice_cols", "slice_rows", "softmax"}));
+  }
+}
+
 TEST(AttentionFusion, PatternsThatDifferAreLeftAlone) {
   std::vector<std::pair<std::string, Variant>> variants;
   Variant v;

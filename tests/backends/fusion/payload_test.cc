@@ -195,6 +195,84 @@ TEST(FusionPayloads, BertLayerThroughTheCudaSharedPasses) {
   EXPECT_EQ(g.find_node("fc")->num_inputs(), 3u);  // the bias
 }
 
+// GPT-2's pre-norm stack: h = emb + pos; per layer h = h + MatMul(LN(h)) + bias; out = LN(h).
+// Every running sum feeds its norm and the next residual Add (the last one the final norm alone).
+void build_gpt_stack(ir::Graph& g, DType dtype, int layers) {
+  ir::Value* emb = g.add_input("emb", tensor(dtype, {2, 5, 8}));
+  ir::Value* pos = g.add_input("pos", tensor(dtype, {2, 5, 8}));
+  ir::Value* h = g.add_node("Add", "embed", {emb, pos}, {"h0"})->output(0);
+  ir::Value* gamma = g.add_constant("gamma", random_tensor(dtype, {8}, 1));
+  ir::Value* beta = g.add_constant("beta", random_tensor(dtype, {8}, 2));
+  for (int i = 1; i <= layers; ++i) {
+    const std::string k = std::to_string(i);
+    ir::Value* y =
+        g.add_node("LayerNormalization", "ln" + k, {h, gamma, beta}, {"y" + k})->output(0);
+    ir::Value* f =
+        g.add_node("MatMul", "mm" + k,
+                   {y, g.add_constant("w" + k, random_tensor(dtype, {8, 8}, 10 + i))}, {"f" + k})
+            ->output(0);
+    f = g.add_node("Add", "bias" + k,
+                   {f, g.add_constant("b" + k, random_tensor(dtype, {8}, 20 + i))}, {"fb" + k})
+            ->output(0);
+    h = g.add_node("Add", "add" + k, {h, f}, {"h" + k})->output(0);
+  }
+  g.add_output(g.add_node("LayerNormalization", "ln_f", {h, gamma, beta}, {"out"})->output(0));
+  ops::infer_types(g);
+}
+
+TEST(FusionPayloads, PreNormStackThroughTheCudaSharedPasses) {
+  ir::Graph g("gpt");
+  build_gpt_stack(g, DType::Float32, 2);
+  fuse_gelu(g);
+  fuse_conv_epilogues(g);
+  fuse_matmul_epilogues(g, /*tanh_gelu=*/true);
+  fold_transposes_into_matmul(g, {DType::Float32, DType::Float16, DType::BFloat16});
+  const std::vector<runtime::FusionGroup> groups = fuse_residual_layernorm(g);
+  ir::verify(g);
+
+  std::vector<std::vector<std::string>> members;
+  for (const auto& group : groups) members.push_back(group.members);
+  EXPECT_EQ(members, (std::vector<std::vector<std::string>>{
+                         {"ln1", "embed"}, {"ln2", "add1"}, {"ln_f", "add2"}}));
+  // Nothing is left but the norms and the products: no Add.
+  ASSERT_EQ(g.nodes().size(), 5u);
+  for (const auto& n : g.nodes()) EXPECT_NE(n->op_type(), "Add") << n->name();
+  for (const char* name : {"ln1", "ln2"}) {
+    SCOPED_TRACE(name);
+    const ir::Node* ln = g.find_node(name);
+    ASSERT_NE(ln, nullptr);
+    const fusion::ResidualSum* sum = ln->annotation<fusion::ResidualSum>();
+    ASSERT_NE(sum, nullptr);
+    EXPECT_EQ(sum->output, 3u);
+    EXPECT_EQ(sum->describe(), "residual sum in output 3");
+    ASSERT_EQ(ln->num_outputs(), 4u);
+    ASSERT_EQ(ln->num_inputs(), 4u);
+    // Y keeps its name and output index; Mean and InvStdDev are unread placeholders.
+    EXPECT_EQ(ln->output(0)->name(), std::string("y") + (name[2]));
+    EXPECT_TRUE(ln->output(1)->uses().empty());
+    EXPECT_TRUE(ln->output(2)->uses().empty());
+    EXPECT_EQ(ln->output(3)->type().dtype, DType::Float32);
+    EXPECT_EQ(ir::shape_to_string(*ln->output(3)->type().shape), "[2,5,8]");
+  }
+  // ln1 reads the embeddings and writes h0, which ln2 reads as X; ln2 takes mm1's product as
+  // its residual and writes h1 (under its name), which the final norm reads as X.
+  const ir::Node* ln1 = g.find_node("ln1");
+  const ir::Node* ln2 = g.find_node("ln2");
+  const ir::Node* ln_f = g.find_node("ln_f");
+  ASSERT_NE(ln_f, nullptr);
+  EXPECT_EQ(ln1->input(0)->name(), "emb");
+  EXPECT_EQ(ln1->input(3)->name(), "pos");
+  EXPECT_EQ(ln1->output(3)->name(), "h0");
+  EXPECT_EQ(ln2->input(0), ln1->output(3));
+  EXPECT_EQ(ln2->input(3)->producer(), g.find_node("mm1"));
+  EXPECT_EQ(ln2->output(3)->name(), "h1");
+  EXPECT_EQ(ln_f->input(0), ln2->output(3));
+  EXPECT_EQ(ln_f->input(3)->producer(), g.find_node("mm2"));
+  // The last sum has the final norm as its one reader: the plain form, no sum written.
+  EXPECT_EQ(ln_f->annotation<fusion::ResidualSum>(), nullptr);
+  EXPECT_EQ(ln_f->num_outputs(), 1u);
+}
+
 TEST(FusionPayloads, NamesOfTheirChoices) {
   EXPECT_STREQ(fusion::activation_name(Activation::None), "None");
   EXPECT_STREQ(fusion::activation_name(Activation::GeluTanh), "GeluTanh");

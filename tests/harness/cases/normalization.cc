@@ -486,6 +486,47 @@ void add_fused_layer_norm(std::vector<Case>& cases) {
     }
 }
 
+// Residual Add -> LayerNormalization where the sum is read by more than the norm (here: a graph
+// output too; a pre-norm stack's running sum, read by the next residual Add): the fused norm
+// writes the sum as well (fusion::ResidualSum), which must be the Add's, as the dtype rounds it.
+// X and Z of one shape (the only form that fuses so): the row kernel at BERT's and GPT's 768, odd
+// and long rows (16-byte and scalar forms), the generic kernel past 8192, every float dtype.
+void add_fused_layer_norm_sum(std::vector<Case>& cases) {
+  const std::vector<Shape> shapes = {{2, 128, 768}, {1, 7, 768}, {1030, 33}, {3, 5, 771},
+                                     {4, 1500},     {3, 4096},   {2, 8192},  {2, 9000}};
+  uint64_t seed = 9300;
+  for (DType dtype : kFloatTypes)
+    for (const Shape& x : shapes) {
+      Shape scale = {x.back()};
+      Reference norm = sum_then(3, layer_norm_ref(-1, 1e-5, 1));
+      cases.push_back({.name = fmt::format("LayerNormalization+residual+sum/{}/x={}",
+                                           dtype_tag(dtype), shape_tag(x)),
+                       .op = "LayerNormalization",
+                       .inputs = {random_tensor(dtype, x, seed, -2.0, 3.0),
+                                  random_tensor(dtype, scale, seed + 1, 0.5, 1.5),
+                                  random_tensor(dtype, scale, seed + 2),
+                                  random_tensor(dtype, x, seed + 3, -1.5, 1.5)},
+                       .attributes = {int_attr("axis", -1), float_attr("epsilon", 1e-5f)},
+                       // Outputs: the sum (a graph output before the node's), then Y.
+                       .reference =
+                           [norm](const Inputs& in) {
+                             std::vector<Tensor> out = {map_broadcast(
+                                 {&*in[0], &*in[3]}, in[0]->dtype(),
+                                 [](const std::vector<double>& v) { return v[0] + v[1]; })};
+                             for (Tensor& t : norm(in)) out.push_back(std::move(t));
+                             return out;
+                           },
+                       .tolerance = tolerance_for(dtype),
+                       .prelude =
+                           [](ir::Graph& g, const std::vector<ir::Value*>& in) {
+                             std::vector<ir::Value*> reads = sum_in_front(3)(g, in);
+                             g.add_output(reads[0]);
+                             return reads;
+                           }});
+      seed += 4;
+    }
+}
+
 // Mask Add -> Softmax: masks that broadcast into X's rows (BERT's [B,1,1,S], a causal [1,1,S,S]
 // written first in the Add, a row [S], a scalar, a per-row [B,H,S,1], rows of one warp and of a
 // block), and where the kernel sums first: a mask that widens X, a softmax over a middle axis.
@@ -534,6 +575,7 @@ std::vector<Case> normalization_cases() {
   add_channel_norms(cases);
   add_lp_mvn_softmax(cases);
   add_fused_layer_norm(cases);
+  add_fused_layer_norm_sum(cases);
   add_fused_softmax(cases);
   return cases;
 }

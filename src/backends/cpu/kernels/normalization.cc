@@ -318,21 +318,66 @@ bool constant_before(const ir::Tensor& t, const std::vector<int64_t>& shape, siz
   return true;
 }
 
+// A row of S = X + Z as the unfused Add computes it (elementwise_binary.cc's AddOp: in
+// compute_t<T>, rounded to T), into `s` as C and, where `sum` is not null, into it as T.
+template <typename T, typename C>
+void sum_row(const T* x, const T* z, int64_t n, C* s, T* sum) {
+  using A = compute_t<T>;
+  if (sum) {
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) {
+      const T v = convert<T>(static_cast<A>(x[j]) + static_cast<A>(z[j]));
+      sum[j] = v;
+      s[j] = convert<C>(v);
+    }
+  } else {
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j)
+      s[j] = convert<C>(convert<T>(static_cast<A>(x[j]) + static_cast<A>(z[j])));
+  }
+}
+
 class LayerNormKernel : public runtime::Kernel {
  public:
   explicit LayerNormKernel(const runtime::KernelInit& init)
       : axis_(init.node.attr_int("axis", -1)),
         epsilon_(init.node.attr_float("epsilon", 1e-5f)),
-        stash_(static_cast<DType>(init.node.attr_int("stash_type", 1))) {}
+        stash_(static_cast<DType>(init.node.attr_int("stash_type", 1))) {
+    if (const auto* sum = init.node.annotation<backends::fusion::ResidualSum>()) {
+      SY_CHECK(
+          sum->output > 2 && sum->output < init.node.num_outputs() && init.node.num_inputs() > 3,
+          Internal, "{}: a residual sum is an output past InvStdDev of a node with input 3",
+          init.node.describe());
+      sum_output_ = static_cast<int>(sum->output);
+    }
+  }
 
   void run(runtime::KernelContext& ctx) const override {
     // Input 3 (fusion.h): a residual Z, Y = LN(X + Z). Of X's shape it is added row by row;
     // one that broadcasts otherwise is summed first.
     const ir::Tensor* residual = ctx.has_input(3) ? &ctx.input(3) : nullptr;
+    // A ResidualSum (payload.h) also writes that sum, so Z must be of X's shape and dtype.
+    // A ResidualSum (payload.h) also writes that sum: row by row with Z of X's shape, else the
+    // broadcast sum itself.
+    ir::Tensor* sum_out = nullptr;
+    if (sum_output_ >= 0) {
+      const ir::Tensor& x = ctx.input(0);
+      if (!residual) ctx.fail("the fused residual sum needs a residual (input 3), got none");
+      if (residual->dtype() != x.dtype())
+        ctx.fail("the fused residual sum needs a residual of X's dtype {}, got {}",
+                 ir::dtype_name(x.dtype()), ir::dtype_name(residual->dtype()));
+      if (residual->shape() == x.shape())
+        sum_out = &ctx.allocate_output(static_cast<size_t>(sum_output_), x.dtype(), x.shape());
+    }
     ir::Tensor summed;
     if (residual && residual->shape() != ctx.input(0).shape()) {
       summed = add_broadcast(ctx, ctx.input(0), *residual);
       residual = nullptr;
+      if (sum_output_ >= 0) {
+        ir::Tensor& s =
+            ctx.allocate_output(static_cast<size_t>(sum_output_), summed.dtype(), summed.shape());
+        std::memcpy(s.raw(), summed.raw(), summed.nbytes());
+      }
     }
     const ir::Tensor& x = summed.defined() ? summed : ctx.input(0);
     if (residual && residual->dtype() != x.dtype())
@@ -353,16 +398,18 @@ class LayerNormKernel : public runtime::Kernel {
     std::vector<int64_t> stats_shape = x.shape();
     for (int64_t i = axis; i < x.rank(); ++i) stats_shape[static_cast<size_t>(i)] = 1;
     ir::Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
+    // Beside a residual sum, outputs 1 and 2 are unread placeholders.
+    const bool stats = sum_output_ < 0;
     ir::Tensor* mean_out =
-        ctx.num_outputs() > 1 ? &ctx.allocate_output(1, stash_, stats_shape) : nullptr;
+        stats && ctx.num_outputs() > 1 ? &ctx.allocate_output(1, stash_, stats_shape) : nullptr;
     ir::Tensor* inv_out =
-        ctx.num_outputs() > 2 ? &ctx.allocate_output(2, stash_, stats_shape) : nullptr;
+        stats && ctx.num_outputs() > 2 ? &ctx.allocate_output(2, stash_, stats_shape) : nullptr;
     dispatch(FloatTypes{}, x.dtype(), ctx.node(), [&](auto tag) {
       using T = decltype(tag);
       if (stash_ == DType::Float64 || std::is_same_v<T, double>) {
-        run_typed<T, double>(ctx, x, residual, axis, rows, cols, y, mean_out, inv_out);
+        run_typed<T, double>(ctx, x, residual, axis, rows, cols, y, mean_out, inv_out, sum_out);
       } else {
-        run_typed<T, float>(ctx, x, residual, axis, rows, cols, y, mean_out, inv_out);
+        run_typed<T, float>(ctx, x, residual, axis, rows, cols, y, mean_out, inv_out, sum_out);
       }
     });
   }
@@ -371,7 +418,8 @@ class LayerNormKernel : public runtime::Kernel {
   template <typename T, typename C>
   void run_typed(const runtime::KernelContext& ctx, const ir::Tensor& x,
                  const ir::Tensor* residual_t, int64_t axis, int64_t rows, int64_t cols,
-                 ir::Tensor& y, ir::Tensor* mean_out, ir::Tensor* inv_out) const {
+                 ir::Tensor& y, ir::Tensor* mean_out, ir::Tensor* inv_out,
+                 ir::Tensor* sum_t) const {
     size_t first_scale = static_cast<size_t>(axis);
     const ir::Tensor& scale_t = ctx.input(1);
     bool has_bias = ctx.has_input(2);
@@ -384,6 +432,7 @@ class LayerNormKernel : public runtime::Kernel {
     bool per_row = first_scale == 0 && axis > 0;
     const T* in = x.data<T>();
     const T* residual = residual_t ? residual_t->data<T>() : nullptr;
+    T* sum_out = sum_t ? sum_t->data<T>() : nullptr;  // only with a residual of X's shape
     T* out = y.data<T>();
     std::vector<C> means(mean_out || inv_out ? static_cast<size_t>(rows) : 0);
     std::vector<C> invs(means.size());
@@ -395,14 +444,9 @@ class LayerNormKernel : public runtime::Kernel {
                    for (int64_t r = b; r < e; ++r) {
                      const C* p = nullptr;
                      if (residual) {
-                       // The sum rounded to T, as the unfused Add leaves it.
-                       const T* xr = in + r * cols;
-                       const T* zr = residual + r * cols;
-                       C* s = buf.data();
-#pragma omp simd
-                       for (int64_t j = 0; j < cols; ++j)
-                         s[j] = convert<C>(convert<T>(convert<C>(xr[j]) + convert<C>(zr[j])));
-                       p = s;
+                       sum_row(in + r * cols, residual + r * cols, cols, buf.data(),
+                               sum_out ? sum_out + r * cols : nullptr);
+                       p = buf.data();
                      } else {
                        p = as_compute<C>(in + r * cols, cols, buf);
                      }
@@ -426,6 +470,7 @@ class LayerNormKernel : public runtime::Kernel {
   int64_t axis_;
   float epsilon_;
   DType stash_;
+  int sum_output_ = -1;  // the output a ResidualSum writes the sum into; -1: none
 };
 
 // outer x len x inner view around an axis.

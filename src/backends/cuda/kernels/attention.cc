@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@
 #include "ir/checked_math.h"
 #include "ops/op_kind.h"
 #include "ops/shape_geometry.h"
+#include "ops/slice_geometry.h"
 
 namespace switchyard::cuda {
 
@@ -141,7 +143,13 @@ class AttentionKernel : public runtime::Kernel {
         alpha_(a.alpha),
         fill_(a.mask_fill),
         mask_(mask_of(a.mask)),
-        views_(checked_views(node, a.views)) {
+        views_(checked_views(node, a.views)),
+        mask_slices_(a.mask_slices) {
+    SY_CHECK(mask_slices_.empty() ||
+                 (mask_ != AttentionMask::None && node.num_inputs() >= 7 + 4 * mask_slices_.size()),
+             InvalidModel,
+             "{}: the fused attention reads its mask through {} Slices but has {} inputs",
+             node.describe(), mask_slices_.size(), node.num_inputs());
     SY_CHECK(perm_out_[3] == 3, InvalidModel,
              "{}: the fused attention's output permutation must keep the head dim last",
              node.describe());
@@ -170,23 +178,27 @@ class AttentionKernel : public runtime::Kernel {
     if (kv.dims[2] != vv.dims[2])
       ctx.fail("inner dims differ: the scores have {} keys but V has {} rows", kv.dims[2],
                vv.dims[2]);
-    // The mask broadcast into [batch, heads, query, key], right-aligned.
+    // The mask broadcast into [batch, heads, query, key], right-aligned: the input, or the view
+    // of it that the absorbed Slices cut.
     const ir::Tensor* mask = mask_ != AttentionMask::None ? &ctx.input(3) : nullptr;
     int64_t mdims[4] = {1, 1, 1, 1}, mstrides[4] = {0, 0, 0, 0};
+    const char* mask_data = nullptr;
     if (mask) {
       const DType want = mask_ == AttentionMask::Add ? dtype : DType::Bool;
       if (mask->dtype() != want)
         ctx.fail("the attention mask is {}, expected {}", ir::dtype_name(mask->dtype()),
                  ir::dtype_name(want));
-      if (mask->rank() > 4)
+      MaskView mv = mask_view(ctx, *mask);
+      if (mv.shape.size() > 4)
         ctx.fail("the attention mask has shape {}, of more than 4 dims",
-                 ir::shape_to_string(mask->shape()));
-      const std::vector<int64_t> st = dense_strides(mask->shape());
-      const size_t off = 4 - static_cast<size_t>(mask->rank());
-      for (size_t i = 0; i < mask->shape().size(); ++i) {
-        mdims[off + i] = mask->shape()[i];
-        mstrides[off + i] = mask->shape()[i] == 1 ? 0 : st[i];
+                 ir::shape_to_string(mv.shape));
+      const size_t off = 4 - mv.shape.size();
+      for (size_t i = 0; i < mv.shape.size(); ++i) {
+        mdims[off + i] = mv.shape[i];
+        mstrides[off + i] = mv.shape[i] == 1 ? 0 : mv.strides[i];
       }
+      mask_data = static_cast<const char*>(mask->raw()) +
+                  mv.offset * static_cast<int64_t>(ir::dtype_size(mask->dtype()));
     }
     AttentionArgs a;
     a.dtype = dtype;
@@ -228,7 +240,7 @@ class AttentionKernel : public runtime::Kernel {
     a.out = y.raw();
     a.alpha = alpha_;
     a.mask_kind = mask_;
-    a.mask = mask ? mask->raw() : nullptr;
+    a.mask = mask_data;
     a.fill = fill_;
     SY_CUDA_CHECK(launch_attention(a, rc.stream));
   }
@@ -274,11 +286,50 @@ class AttentionKernel : public runtime::Kernel {
     return Operand{keep.back().get(), shape, dense_strides(shape)};
   }
 
+  // The mask's elements as the kernel reads them: `mask` itself, or the strided view of it that
+  // the absorbed Slices give (each resolved as the Slice would have resolved it, in order).
+  struct MaskView {
+    std::vector<int64_t> shape, strides;  // in elements
+    int64_t offset = 0;
+  };
+  MaskView mask_view(const KernelContext& ctx, const ir::Tensor& mask) const {
+    MaskView v{mask.shape(), dense_strides(mask.shape()), 0};
+    for (size_t s = 0; s < mask_slices_.size(); ++s) {
+      const size_t base = 7 + 4 * s;
+      auto optional_ints = [&](size_t i) -> std::optional<std::vector<int64_t>> {
+        if (!ctx.has_input(i)) return std::nullopt;
+        return read_ints(ctx, i);
+      };
+      ops::SliceView sv;
+      try {
+        sv = ops::slice_view(ctx.node(), v.shape, read_ints(ctx, base), read_ints(ctx, base + 1),
+                             optional_ints(base + 2), optional_ints(base + 3));
+      } catch (const Error& e) {
+        SY_THROW(InvalidArgument, "{} (the mask's Slice '{}', read by the fused attention)",
+                 e.message(), mask_slices_[s].slice);
+      }
+      // sv indexes v's elements densely: its offset and strides become v's own.
+      const std::vector<int64_t> dense = dense_strides(v.shape);
+      int64_t rest = sv.offset, offset = v.offset;
+      std::vector<int64_t> strides(v.shape.size());
+      for (size_t k = 0; k < v.shape.size(); ++k) {
+        const int64_t start = dense[k] > 0 ? rest / dense[k] : 0;
+        rest -= start * dense[k];
+        offset += start * v.strides[k];
+        const int64_t step = dense[k] > 0 ? sv.strides[k] / dense[k] : 1;
+        strides[k] = step * v.strides[k];
+      }
+      v = MaskView{sv.shape, std::move(strides), offset};
+    }
+    return v;
+  }
+
   std::vector<int64_t> perm_q_, perm_k_, perm_v_, perm_out_;
   float alpha_;
   float fill_;
   AttentionMask mask_ = AttentionMask::None;
   std::vector<PackedView> views_;
+  std::vector<backends::fusion::Attention::MaskSlice> mask_slices_;
 };
 
 Support check_attention(const ir::Node& node) {
@@ -295,7 +346,8 @@ void register_attention_kernels(runtime::KernelRegistry& r) {
                            0,
                            check_attention,
                            runtime::make_factory<AttentionKernel>(),
-                           /*host_inputs=*/{4, 5, 6}});  // the views' Reshape targets
+                           // the views' Reshape targets, the mask Slices' parameters
+                           /*host_inputs=*/{4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14}});
 }
 
 }  // namespace switchyard::cuda

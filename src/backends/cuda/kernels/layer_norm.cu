@@ -3,7 +3,8 @@
 // sized to the row (short rows several a block), held in registers so X and Z are read once,
 // 16-byte accesses where the row allows. Longer rows and double statistics: the family's generic
 // kernel (normalization_device.cuh), which re-reads them. Mean and variance are two-pass (mean
-// first, then the sum of squared deviations) like the CPU kernel.
+// first, then the sum of squared deviations) like the CPU kernel. With a residual the sum
+// X + Z may be written too (LayerNormArgs::sum), as it is read.
 #include <algorithm>
 #include <type_traits>
 
@@ -63,11 +64,13 @@ struct LayerNormSource {
   }
 };
 
-// The generic kernel's writer of Y, y_narrow and the statistics (dtypes known at run time).
+// The generic kernel's writer of Y, y_narrow, the sum and the statistics (dtypes known at run
+// time).
 template <typename Acc>
 struct LayerNormOutput {
   void* y;
   DType y_dtype;
+  void* sum;  // S in Y's dtype: source's values, already rounded to it
   void* y_narrow;
   DType narrow_dtype;
   const void* scale;
@@ -111,7 +114,11 @@ struct LayerNormOutput {
   template <typename Source>
   __device__ void operator()(int64_t r, const Source& source, Acc m, Acc inv, int lane,
                              int width) const {
-    for (int64_t j = lane; j < cols; j += width) write(r, j, (source(r, j) - m) * inv);
+    for (int64_t j = lane; j < cols; j += width) {
+      const Acc v = source(r, j);
+      if (sum) store_any(sum, y_dtype, r * cols + j, v);
+      write(r, j, (v - m) * inv);
+    }
     if (lane == 0) {
       if (mean) store_any(mean, stats_dtype, r, m);
       if (inv_std_dev) store_any(inv_std_dev, stats_dtype, r, inv);
@@ -135,6 +142,7 @@ cudaError_t layer_norm_generic(const LayerNormArgs& a, const LayerNormTypes& t,
   LayerNormSource<TX, Acc> source{static_cast<const TX*>(a.x), a.residual, t.z, t.y, a.cols};
   LayerNormOutput<Acc> out{a.y,
                            t.y,
+                           a.sum,
                            a.y_narrow,
                            a.y_narrow_dtype,
                            a.scale,
@@ -165,6 +173,7 @@ struct LayerNormRowParams {
   DType z_dtype;
   void* y;
   DType y_dtype;
+  void* sum;  // S in y_dtype (only with z)
   void* y_narrow;
   DType narrow_dtype;
   const void* scale;
@@ -328,6 +337,7 @@ __global__ void __launch_bounds__(kV > 1 ? 512 : kRowMaxThreads)
 #pragma unroll
           for (int i = 0; i < kV; ++i) v[k][i] += zv[i];
           round_floats<kV>(v[k], p.y_dtype);  // the sum as the unfused Add leaves it
+          if (p.sum) store_floats_any<kV>(p.sum, p.y_dtype, e, v[k]);  // exact: already rounded
         }
 #pragma unroll
         for (int i = 0; i < kV; ++i) sum += v[k][i];
@@ -439,6 +449,7 @@ cudaError_t launch_layer_norm_rows(const LayerNormArgs& a, const LayerNormTypes&
                        t.z,
                        a.y,
                        t.y,
+                       a.sum,
                        a.y_narrow,
                        a.y_narrow_dtype,
                        a.scale,
@@ -456,8 +467,9 @@ cudaError_t launch_layer_norm_rows(const LayerNormArgs& a, const LayerNormTypes&
                        a.inv_std_dev};
   auto aligned = [](const void* q) { return !q || dev::is_aligned16(q); };
   const bool vectorized = a.cols % kRowVec == 0 && aligned(a.x) && aligned(a.residual) &&
-                          aligned(a.y) && aligned(a.y_narrow) && a.scale_per_column &&
-                          aligned(a.scale) && (!a.bias || (a.bias_per_column && aligned(a.bias)));
+                          aligned(a.y) && aligned(a.y_narrow) && aligned(a.sum) &&
+                          a.scale_per_column && aligned(a.scale) &&
+                          (!a.bias || (a.bias_per_column && aligned(a.bias)));
   const RowShape s = row_shape(a.rows, vectorized ? a.cols / kRowVec : a.cols, vectorized);
   if (s.threads == 0) return cudaErrorInvalidValue;  // longer than kLayerNormRowMaxCols
   auto launch = [&](auto x) -> cudaError_t {
@@ -483,7 +495,7 @@ bool is_float_type(DType d) {
 cudaError_t launch_layer_norm(const LayerNormArgs& a, cudaStream_t stream) {
   const LayerNormTypes t = layer_norm_types(a);
   if (!is_float_type(t.x) || !is_float_type(t.y) || !is_float_type(t.param) ||
-      (a.residual && !is_float_type(t.z)) ||
+      (a.residual && !is_float_type(t.z)) || (a.sum && !a.residual) ||
       (a.y_narrow && a.y_narrow_dtype != DType::Float16 && a.y_narrow_dtype != DType::BFloat16))
     return cudaErrorInvalidValue;
   if (a.rows == 0) return cudaSuccess;

@@ -26,6 +26,11 @@
 // cuBLASLt's GELU epilogue is the tanh approximation: "GeluTanh" runs there, "Gelu" (erf form)
 // as our own kernel after the product (matmul.cu); float64, a misaligned bias, or a combination
 // cuBLASLt has no algorithm for take the same own-kernel epilogue.
+//
+// A WideProduct (precision.h: absorb_product_casts) writes its float16/bfloat16 product as
+// float32: D (and C) are float32 matrices over the 16-bit A and B, with compute and scale type
+// float32 as for a 16-bit D. cuBLASLt's bias follows D's type, so a 16-bit bias (or Gemm C) is
+// widened into scratch first (the pass already widened constant ones).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -38,6 +43,7 @@
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/kernels/data_host.h"
 #include "backends/cuda/kernels/matmul_impl.h"
+#include "backends/cuda/precision.h"
 #include "backends/fusion/payload.h"
 #include "ir/check.h"
 #include "ops/shape_inference.h"
@@ -100,12 +106,41 @@ MatMulActivation activation_or_throw(const ir::Node& node) {
   return *act;
 }
 
+// Whether the node is a WideProduct; throws when its output 0 is not float32 (the pass that marks
+// it makes it so).
+bool wide_result(const ir::Node& node) {
+  if (!node.annotation<WideProduct>()) return false;
+  const ir::Value* y = node.output(0);
+  SY_CHECK(y && y->type().is_tensor() && y->type().dtype == ir::DType::Float32, Internal,
+           "{}: marked to write float32, but its output is {}", node.describe(),
+           y && y->type().is_tensor() ? ir::dtype_name(y->type().dtype) : "no tensor");
+  return true;
+}
+
 bool has_rank_zero_input(const ir::Node& node, size_t count) {
   for (size_t i = 0; i < std::min(count, node.num_inputs()); ++i) {
     const ir::Value* v = node.input(i);
     if (v && v->type().has_rank() && v->type().rank() == 0) return true;
   }
   return false;
+}
+
+bool is_narrow_float(ir::DType d) { return d == ir::DType::Float16 || d == ir::DType::BFloat16; }
+
+// A WideProduct's types as the node declares them: float16/bfloat16 operands, a float32 result.
+runtime::Support check_wide_product(const ir::Node& node) {
+  if (!node.annotation<WideProduct>()) return runtime::Support::yes();
+  const ir::Value* a = node.input(0);
+  const ir::Value* y = node.output(0);
+  if (a && a->type().is_tensor() && a->type().dtype != ir::DType::Undefined &&
+      !is_narrow_float(a->type().dtype))
+    return runtime::Support::no(fmt::format(
+        "{} writing a float32 result from {} operands (cuda does so from float16 and bfloat16)",
+        node.op_type(), ir::dtype_name(a->type().dtype)));
+  if (!y || !y->type().is_tensor() || y->type().dtype != ir::DType::Float32)
+    return runtime::Support::no(fmt::format(
+        "{} marked to write float32 with a result that is not float32", node.op_type()));
+  return runtime::Support::yes();
 }
 
 runtime::Support check_matmul(const ir::Node& node) {
@@ -121,13 +156,13 @@ runtime::Support check_matmul(const ir::Node& node) {
     return runtime::Support::no("MatMul with a fused bias that is not 1-D");
   std::string why;
   if (!activation_of(node, &why)) return runtime::Support::no(why);
-  return runtime::Support::yes();
+  return check_wide_product(node);
 }
 
 runtime::Support check_gemm(const ir::Node& node) {
   std::string why;
   if (!activation_of(node, &why)) return runtime::Support::no(why);
-  return runtime::Support::yes();
+  return check_wide_product(node);
 }
 
 // numpy.matmul dims of one call (1-D operands promoted, batch dims broadcast and padded to one
@@ -187,7 +222,8 @@ struct Launch {
 // One row-major product per launch: batch_count matrices Y[M, N] = op(A) op(B) (+ C, bias,
 // activation), strided by a_stride / b_stride elements (0: broadcast) and M*N in Y.
 struct Problem {
-  ir::DType dtype = ir::DType::Float32;
+  ir::DType dtype = ir::DType::Float32;      // A's and B's
+  ir::DType out_dtype = ir::DType::Float32;  // Y's (and the bias's): dtype, or float32 (wide)
   bool tf32 = false;
   int64_t m = 0, n = 0, k = 0;
   bool trans_a = false, trans_b = false;
@@ -256,7 +292,8 @@ struct Preference {
 
 // What a problem lowers to: everything cublasLtMatmul needs but the data pointers.
 struct LtPlan {
-  ir::DType dtype = ir::DType::Float32;
+  ir::DType dtype = ir::DType::Float32;      // A's and B's
+  ir::DType out_dtype = ir::DType::Float32;  // Y's and the bias's
   cudaDataType_t scale_type = CUDA_R_32F;
   int64_t n = 0;
   MatmulDesc desc;
@@ -321,11 +358,13 @@ bool find_algo(cublasLtHandle_t handle, LtPlan& plan, const Problem& p, cublasLt
 // (bias, Relu, the tanh GELU), leaving the rest to launch_bias_activation.
 std::shared_ptr<const LtPlan> build_plan(const runtime::KernelContext& ctx, cublasLtHandle_t handle,
                                          const Problem& p, const void* bias) {
-  const LtTypes types = *lt_types(p.dtype, p.tf32);  // the kernels checked the dtype
+  const LtTypes types = *lt_types(p.dtype, p.tf32);  // the kernels checked the dtypes
+  const cudaDataType_t d_type = lt_types(p.out_dtype, false)->data;
   if (p.batch_count > INT32_MAX)
     ctx.fail("{} matrices in one batch exceed cuBLASLt's limit", p.batch_count);
   auto plan = std::make_shared<LtPlan>();
   plan->dtype = p.dtype;
+  plan->out_dtype = p.out_dtype;
   plan->scale_type = types.scale;
   plan->n = p.n;
   plan->launches = p.launches;
@@ -348,7 +387,7 @@ std::shared_ptr<const LtPlan> build_plan(const runtime::KernelContext& ctx, cubl
   } else {
     create_layout(plan->lt_b, types.data, p.k, p.m, p.lda ? p.lda : p.k, p.batch_count, p.a_stride);
   }
-  create_layout(plan->lt_d, types.data, p.n, p.m, p.n, p.batch_count, p.m * p.n);
+  create_layout(plan->lt_d, d_type, p.n, p.m, p.n, p.batch_count, p.m * p.n);
 
   // cuBLASLt's epilogues for what they compute exactly; float64 and a bias it cannot read
   // aligned use our kernel.
@@ -379,10 +418,10 @@ std::shared_ptr<const LtPlan> build_plan(const runtime::KernelContext& ctx, cubl
     plan->own_act = p.act;
   } else {
     SY_THROW(Unsupported,
-             "{}: cuBLASLt has no algorithm for {} [{}x{}] @ [{}x{}] (batch {}, transA {}, "
+             "{}: cuBLASLt has no algorithm for {} [{}x{}] @ [{}x{}] -> {} (batch {}, transA {}, "
              "transB {})",
-             ctx.node().describe(), ir::dtype_name(p.dtype), p.m, p.k, p.k, p.n, p.batch_count,
-             int{p.trans_a}, int{p.trans_b});
+             ctx.node().describe(), ir::dtype_name(p.dtype), p.m, p.k, p.k, p.n,
+             ir::dtype_name(p.out_dtype), p.batch_count, int{p.trans_a}, int{p.trans_b});
   }
   return plan;
 }
@@ -390,7 +429,7 @@ std::shared_ptr<const LtPlan> build_plan(const runtime::KernelContext& ctx, cubl
 // Enqueues a plan on the run's stream: one cublasLtMatmul per launch, then our epilogue kernel.
 void run_plan(const LtPlan& plan, const CudaRunContext& rc, const void* a, const void* b, void* y,
               int64_t y_numel, const void* bias, double alpha, double beta) {
-  const size_t elem = ir::dtype_size(plan.dtype);
+  const size_t elem = ir::dtype_size(plan.dtype), out_elem = ir::dtype_size(plan.out_dtype);
   const float alpha_f = static_cast<float>(alpha), beta_f = static_cast<float>(beta);
   const bool f64 = plan.scale_type == CUDA_R_64F;
   const void* alpha_p = f64 ? static_cast<const void*>(&alpha) : &alpha_f;
@@ -399,6 +438,7 @@ void run_plan(const LtPlan& plan, const CudaRunContext& rc, const void* a, const
   const char* b_bytes = static_cast<const char*>(b);
   char* y_bytes = static_cast<char*>(y);
   auto bytes = [elem](int64_t offset) { return static_cast<size_t>(offset) * elem; };
+  auto out_bytes = [out_elem](int64_t offset) { return static_cast<size_t>(offset) * out_elem; };
   std::unique_lock<std::mutex> lock(plan.bias_mutex, std::defer_lock);
   if (plan.lt_bias) {
     lock.lock();
@@ -406,7 +446,7 @@ void run_plan(const LtPlan& plan, const CudaRunContext& rc, const void* a, const
         plan.desc.handle, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
   }
   for (const Launch& l : plan.launches) {
-    void* d = y_bytes + bytes(l.y);
+    void* d = y_bytes + out_bytes(l.y);
     SY_CUDA_CHECK(cublasLtMatmul(rc.cublaslt, plan.desc.handle, alpha_p, b_bytes + bytes(l.b),
                                  plan.lt_a.handle, a_bytes + bytes(l.a), plan.lt_b.handle, beta_p,
                                  d, plan.lt_d.handle, d, plan.lt_d.handle, &plan.algo, rc.workspace,
@@ -414,7 +454,7 @@ void run_plan(const LtPlan& plan, const CudaRunContext& rc, const void* a, const
   }
   if (lock.owns_lock()) lock.unlock();
   if (plan.own_bias || plan.own_act != MatMulActivation::None)
-    SY_CUDA_CHECK(launch_bias_activation(plan.dtype, y, plan.own_bias ? bias : nullptr,
+    SY_CUDA_CHECK(launch_bias_activation(plan.out_dtype, y, plan.own_bias ? bias : nullptr,
                                          y_numel / plan.n, plan.n, plan.own_act, rc.stream));
 }
 
@@ -648,7 +688,35 @@ void require_float(const runtime::KernelContext& ctx, ir::DType dtype) {
   if (!lt_types(dtype, false)) ctx.fail("no CUDA kernel for dtype {}", ir::dtype_name(dtype));
 }
 
-// Y = act(bias) over an empty inner dim (K = 0): zeros, or Y's preset C, plus bias.
+// The dtype a product of `dtype` operands writes: its own, or float32 for a WideProduct, which
+// only float16 and bfloat16 operands may be.
+ir::DType result_dtype(const runtime::KernelContext& ctx, ir::DType dtype, bool wide) {
+  require_float(ctx, dtype);
+  if (!wide) return dtype;
+  if (!is_narrow_float(dtype))
+    ctx.fail("a float32 result from {} operands (cuda writes one from float16 and bfloat16)",
+             ir::dtype_name(dtype));
+  return ir::DType::Float32;
+}
+
+// A bias or C of the operands' 16-bit type as `out` (float32) in scratch memory, for a product
+// that writes float32 (cuBLASLt's bias follows D's type); `t` itself when it already is `out`.
+// Fails naming `what` for any other dtype.
+const void* as_result_dtype(const runtime::KernelContext& ctx, const ir::Tensor& t,
+                            ir::DType operands, ir::DType out, const char* what,
+                            std::shared_ptr<void>& keep) {
+  if (t.dtype() == out) return t.raw();
+  if (t.dtype() != operands)
+    ctx.fail("{} is {}, expected {} (or {} like the result)", what, ir::dtype_name(t.dtype()),
+             ir::dtype_name(operands), ir::dtype_name(out));
+  keep = ctx.scratch(static_cast<size_t>(t.numel()) * ir::dtype_size(out) + 1);
+  SY_CUDA_CHECK(launch_broadcast_matrix(t.dtype(), t.raw(), 0, 1, out, keep.get(), 1, t.numel(),
+                                        1.0, stream_of(ctx)));
+  return keep.get();
+}
+
+// Y = act(bias) over an empty inner dim (K = 0): zeros, or Y's preset C, plus bias (of Y's
+// dtype).
 void run_empty_product(const CudaRunContext& rc, ir::Tensor& y, bool preset, int64_t n,
                        const void* bias, MatMulActivation act) {
   if (!preset) SY_CUDA_CHECK(cudaMemsetAsync(y.raw(), 0, y.nbytes(), rc.stream));
@@ -665,7 +733,8 @@ class MatMulKernel : public runtime::Kernel {
       : act_(activation_or_throw(init.node)),
         alpha_(fused_alpha(init.node)),
         perm_a_(folded_perm(init.node, true)),
-        perm_b_(folded_perm(init.node, false)) {}
+        perm_b_(folded_perm(init.node, false)),
+        wide_(wide_result(init.node)) {}
 
   void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& a_in = ctx.input(0);
@@ -675,17 +744,20 @@ class MatMulKernel : public runtime::Kernel {
     if (b_in.dtype() != dtype)
       ctx.fail("B has dtype {}, expected {} like A", ir::dtype_name(b_in.dtype()),
                ir::dtype_name(dtype));
-    require_float(ctx, dtype);
+    const ir::DType out_dtype = result_dtype(ctx, dtype, wide_);
     Operand a = operand_of(ctx, a_in, perm_a_, "A");
     Operand b = operand_of(ctx, b_in, perm_b_, "B");
     MatMulShape s = matmul_shape(ctx, a.shape, b.shape);
-    if (bias && (bias->dtype() != dtype || bias->rank() != 1 || bias->dim(0) != s.n))
+    if (bias && ((bias->dtype() != dtype && bias->dtype() != out_dtype) || bias->rank() != 1 ||
+                 bias->dim(0) != s.n))
       ctx.fail("fused bias is {}[{}], expected {}[{}]", ir::dtype_name(bias->dtype()),
                ir::shape_to_string(bias->shape()), ir::dtype_name(dtype), s.n);
-    ir::Tensor& y = ctx.allocate_output(0, dtype, s.out_shape);
+    ir::Tensor& y = ctx.allocate_output(0, out_dtype, s.out_shape);
     if (y.numel() == 0) return;
     const CudaRunContext& rc = run_context(ctx);
-    const void* bias_p = bias ? bias->raw() : nullptr;
+    std::shared_ptr<void> wide_bias;
+    const void* bias_p =
+        bias ? as_result_dtype(ctx, *bias, dtype, out_dtype, "fused bias", wide_bias) : nullptr;
     if (s.k == 0) {
       run_empty_product(rc, y, false, s.n, bias_p, act_);
       return;
@@ -701,6 +773,7 @@ class MatMulKernel : public runtime::Kernel {
     const bool tf32 = allow_tf32(ctx);
     std::vector<int64_t> key = {static_cast<int64_t>(dtype), tf32,
                                 static_cast<int64_t>(rc.workspace_bytes), rc.device, in_place};
+    key.push_back(static_cast<int64_t>(out_dtype));
     append_shape(key, a.shape);
     append_shape(key, a.strides);
     append_shape(key, b.shape);
@@ -710,6 +783,7 @@ class MatMulKernel : public runtime::Kernel {
     auto plan = cache_.get(key, [&] {
       Problem p = strided;
       p.dtype = dtype;
+      p.out_dtype = out_dtype;
       p.tf32 = tf32;
       p.n = s.n;
       p.k = s.k;
@@ -719,7 +793,8 @@ class MatMulKernel : public runtime::Kernel {
       const size_t elem = ir::dtype_size(dtype);
       p.align_a = launch_alignment(alignment_of(a.data), p.launches, &Launch::a, elem);
       p.align_b = launch_alignment(alignment_of(b.data), p.launches, &Launch::b, elem);
-      p.align_y = launch_alignment(alignment_of(y.raw()), p.launches, &Launch::y, elem);
+      p.align_y = launch_alignment(alignment_of(y.raw()), p.launches, &Launch::y,
+                                   ir::dtype_size(out_dtype));
       if (in_place) {  // the matrices of a batch start at multiples of the batch strides
         p.align_a = std::min(p.align_a, alignment_of(static_cast<uintptr_t>(p.a_stride) * elem));
         p.align_b = std::min(p.align_b, alignment_of(static_cast<uintptr_t>(p.b_stride) * elem));
@@ -735,6 +810,7 @@ class MatMulKernel : public runtime::Kernel {
   MatMulActivation act_;
   float alpha_;  // the Epilogue's fused scale of the product (fusion/matmul_epilogue.cc)
   std::vector<int64_t> perm_a_, perm_b_;  // fusion::OperandPermutes (fusion/matmul_layout.cc)
+  bool wide_;  // a WideProduct: float32 result from 16-bit operands (precision.h)
   PlanCache cache_;
 };
 
@@ -745,15 +821,17 @@ class GemmKernel : public runtime::Kernel {
         trans_b_(init.node.attr_int("transB", 0) != 0),
         alpha_(init.node.attr_float("alpha", 1.0f)),
         beta_(init.node.attr_float("beta", 1.0f)),
-        act_(activation_or_throw(init.node)) {}
+        act_(activation_or_throw(init.node)),
+        wide_(wide_result(init.node)) {}
 
   void run(runtime::KernelContext& ctx) const override {
     const ir::Tensor& a = ctx.input(0);
     const ir::Tensor& b = ctx.input(1);
     const ir::Tensor* c = ctx.has_input(2) ? &ctx.input(2) : nullptr;
-    if (b.dtype() != a.dtype() || (c && c->dtype() != a.dtype()))
+    const ir::DType out_dtype = result_dtype(ctx, a.dtype(), wide_);
+    // C may also be of the result's dtype (a WideProduct's widened constant C).
+    if (b.dtype() != a.dtype() || (c && c->dtype() != a.dtype() && c->dtype() != out_dtype))
       ctx.fail("inputs must share A's dtype {}", ir::dtype_name(a.dtype()));
-    require_float(ctx, a.dtype());
     if (a.rank() != 2 || b.rank() != 2)
       ctx.fail("A {} and B {} must be matrices", ir::shape_to_string(a.shape()),
                ir::shape_to_string(b.shape()));
@@ -776,21 +854,24 @@ class GemmKernel : public runtime::Kernel {
       if (beta_ != 0.0f)
         mode = cs[0] == 1 && cs[1] == n && beta_ == 1.0f ? CMode::Bias : CMode::Full;
     }
-    ir::Tensor& y = ctx.allocate_output(0, a.dtype(), {m, n});
+    ir::Tensor& y = ctx.allocate_output(0, out_dtype, {m, n});
     if (y.numel() == 0) return;
     const CudaRunContext& rc = run_context(ctx);
-    const void* bias_p = mode == CMode::Bias ? c->raw() : nullptr;
-    if (mode == CMode::Full)
-      SY_CUDA_CHECK(launch_broadcast_matrix(y.dtype(), c->raw(), cs[0] == 1 ? 0 : cs[1],
-                                            cs[1] == 1 ? 0 : 1, y.raw(), m, n, k == 0 ? beta_ : 1.0,
-                                            rc.stream));
+    std::shared_ptr<void> wide_bias;
+    const void* bias_p = mode == CMode::Bias
+                             ? as_result_dtype(ctx, *c, a.dtype(), out_dtype, "C", wide_bias)
+                             : nullptr;
+    if (mode == CMode::Full)  // widens a 16-bit C into a float32 Y as it copies
+      SY_CUDA_CHECK(launch_broadcast_matrix(c->dtype(), c->raw(), cs[0] == 1 ? 0 : cs[1],
+                                            cs[1] == 1 ? 0 : 1, y.dtype(), y.raw(), m, n,
+                                            k == 0 ? beta_ : 1.0, rc.stream));
     if (k == 0) {
       run_empty_product(rc, y, mode == CMode::Full, n, bias_p, act_);
       return;
     }
     const bool tf32 = allow_tf32(ctx);
-    std::vector<int64_t> key = {static_cast<int64_t>(a.dtype()), tf32,
-                                static_cast<int64_t>(rc.workspace_bytes), rc.device};
+    std::vector<int64_t> key = {static_cast<int64_t>(a.dtype()), static_cast<int64_t>(out_dtype),
+                                tf32, static_cast<int64_t>(rc.workspace_bytes), rc.device};
     append_shape(key, a.shape());
     append_shape(key, b.shape());
     key.insert(key.end(), {static_cast<int64_t>(mode), alignment_of(a.raw()), alignment_of(b.raw()),
@@ -798,6 +879,7 @@ class GemmKernel : public runtime::Kernel {
     auto plan = cache_.get(key, [&] {
       Problem p;
       p.dtype = a.dtype();
+      p.out_dtype = out_dtype;
       p.tf32 = tf32;
       p.m = m;
       p.n = n;
@@ -821,6 +903,7 @@ class GemmKernel : public runtime::Kernel {
   bool trans_a_, trans_b_;
   float alpha_, beta_;
   MatMulActivation act_;
+  bool wide_;  // a WideProduct: float32 result from 16-bit operands (precision.h)
   PlanCache cache_;
 };
 

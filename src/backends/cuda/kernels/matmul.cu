@@ -1,6 +1,7 @@
 // Device code of the matmul family: the epilogues cuBLASLt does not do for us (exact erf GELU —
 // cuBLASLt's GELU epilogue is the tanh approximation — and bias/activation, the tanh GELU
-// included, where no cuBLASLt epilogue is used) and the broadcast of Gemm's C into the output.
+// included, where no cuBLASLt epilogue is used) and the broadcast of Gemm's C into the output
+// (which also widens a 16-bit bias or C for a product that writes float32).
 // Compute in float (double for float64), store in the storage type.
 #include <cstdint>
 #include <type_traits>
@@ -121,13 +122,24 @@ cudaError_t bias_activation_typed(T* y, const T* bias, int64_t total, int64_t n,
   return cudaGetLastError();
 }
 
-template <typename T>
-__global__ void broadcast_matrix_kernel(const T* c, int64_t row_stride, int64_t col_stride, T* y,
+// C of type TC read into Y of type T (the same, or float32 over a 16-bit C).
+template <typename TC, typename T>
+__global__ void broadcast_matrix_kernel(const TC* c, int64_t row_stride, int64_t col_stride, T* y,
                                         int64_t total, int64_t n, compute_t<T> scale) {
   SY_GRID_STRIDE(i, total) {
     int64_t row = i / n, col = i - row * n;
-    y[i] = store<T>(scale * load(c[row * row_stride + col * col_stride]));
+    y[i] =
+        store<T>(scale * static_cast<compute_t<T>>(load(c[row * row_stride + col * col_stride])));
   }
+}
+
+template <typename TC, typename T>
+cudaError_t broadcast_matrix_typed(const void* c, int64_t row_stride, int64_t col_stride, void* y,
+                                   int64_t total, int64_t n, double scale, cudaStream_t stream) {
+  broadcast_matrix_kernel<TC, T><<<dev::blocks_for(total), dev::kThreads, 0, stream>>>(
+      static_cast<const TC*>(c), row_stride, col_stride, static_cast<T*>(y), total, n,
+      static_cast<compute_t<T>>(scale));
+  return cudaGetLastError();
 }
 
 }  // namespace
@@ -152,17 +164,26 @@ cudaError_t launch_bias_activation(DType dtype, void* y, const void* bias, int64
   });
 }
 
-cudaError_t launch_broadcast_matrix(DType dtype, const void* c, int64_t row_stride,
-                                    int64_t col_stride, void* y, int64_t m, int64_t n, double scale,
-                                    cudaStream_t stream) {
+cudaError_t launch_broadcast_matrix(DType c_dtype, const void* c, int64_t row_stride,
+                                    int64_t col_stride, DType y_dtype, void* y, int64_t m,
+                                    int64_t n, double scale, cudaStream_t stream) {
   const int64_t total = m * n;
   if (total == 0) return cudaSuccess;
-  return SY_DISPATCH_FLOAT(dtype, T, {
-    broadcast_matrix_kernel<T><<<dev::blocks_for(total), dev::kThreads, 0, stream>>>(
-        static_cast<const T*>(c), row_stride, col_stride, static_cast<T*>(y), total, n,
-        static_cast<compute_t<T>>(scale));
-    return cudaGetLastError();
-  });
+  if (c_dtype == y_dtype)
+    return SY_DISPATCH_FLOAT(y_dtype, T, {
+      return broadcast_matrix_typed<T, T>(c, row_stride, col_stride, y, total, n, scale, stream);
+    });
+  if (y_dtype != DType::Float32) return cudaErrorInvalidValue;
+  switch (c_dtype) {
+    case DType::Float16:
+      return broadcast_matrix_typed<__half, float>(c, row_stride, col_stride, y, total, n, scale,
+                                                   stream);
+    case DType::BFloat16:
+      return broadcast_matrix_typed<__nv_bfloat16, float>(c, row_stride, col_stride, y, total, n,
+                                                          scale, stream);
+    default:
+      return cudaErrorInvalidValue;
+  }
 }
 
 }  // namespace switchyard::cuda

@@ -2,7 +2,8 @@
 // (inference only: training_mode=1 is refused through KernelDef::check), InstanceNormalization,
 // GroupNormalization (opset-21 per-channel scale/bias, like the CPU kernel),
 // LpNormalization and MeanVarianceNormalization, for float32/float16/bfloat16/float64.
-// LayerNormalization also takes the fused residual Add (input 3, backends/fusion/fusion.h).
+// LayerNormalization also takes the fused residual Add (input 3, backends/fusion/fusion.h), and
+// writes the sum as well where the Add's result had other readers (fusion::ResidualSum).
 // Attribute, shape and error rules mirror the CPU kernels (src/backends/cpu/kernels/
 // normalization.cc), which the GPU is tested against; device code is in layer_norm.cu and
 // normalization.cu.
@@ -14,6 +15,7 @@
 #include "backends/cuda/kernels/fused_sum.h"
 #include "backends/cuda/kernels/normalization_impl.h"
 #include "backends/cuda/precision.h"
+#include "backends/fusion/payload.h"
 #include "ops/op_kind.h"
 #include "ops/shape_inference.h"
 
@@ -230,9 +232,21 @@ class LayerNormKernel : public runtime::Kernel {
         stats_dtype_(narrow_ ? stash_ : output_dtype(init.node, 1, stash_)),
         y_dtype_(init.node.output(0)->type().dtype),
         narrow_dtype_(narrow_ ? init.node.output(1)->type().dtype : DType::Undefined) {
-    SY_CHECK(!narrow_ || (init.node.num_outputs() == 2 &&
+    if (const auto* sum = init.node.annotation<backends::fusion::ResidualSum>()) {
+      SY_CHECK(
+          sum->output > 2 && sum->output < init.node.num_outputs() && init.node.num_inputs() > 3,
+          Internal, "{}: a residual sum is an output past InvStdDev of a node with input 3",
+          init.node.describe());
+      sum_output_ = static_cast<int>(sum->output);
+      sum_dtype_ = init.node.output(sum->output)->type().dtype;
+    }
+    // Outputs past the copy: none, or the residual sum's.
+    const size_t narrow_outputs = sum_output_ < 0 ? 2 : static_cast<size_t>(sum_output_) + 1;
+    SY_CHECK(!narrow_ || (init.node.num_outputs() == narrow_outputs &&
                           (narrow_dtype_ == DType::Float16 || narrow_dtype_ == DType::BFloat16)),
-             Internal, "{}: a narrow copy is output 1 of a 2-output node, float16 or bfloat16",
+             Internal,
+             "{}: a narrow copy is output 1, float16 or bfloat16, of a node whose other outputs "
+             "are Y and, where there is one, the residual sum",
              init.node.describe());
   }
 
@@ -242,11 +256,15 @@ class LayerNormKernel : public runtime::Kernel {
     // other float32);
     // one that broadcasts otherwise is summed first, in X's dtype.
     const ir::Tensor* residual = ctx.has_input(3) ? &ctx.input(3) : nullptr;
+    const ir::Tensor& x = ctx.input(0);
+    // A ResidualSum (payload.h) writes the sum the rows are normalized from: row by row with Z
+    // of X's shape, else the broadcast sum itself.
+    if (sum_output_ >= 0 && !residual)
+      ctx.fail("the fused residual sum needs a residual (input 3), got none");
     if (!residual) {
-      normalize(ctx, ctx.input(0), nullptr);
+      normalize(ctx, x, nullptr);
       return;
     }
-    const ir::Tensor& x = ctx.input(0);
     if (residual->shape() == x.shape() && x.rank() > 0) {
       if (!ir::dtype_is_float(residual->dtype()))
         ctx.fail("the fused residual is {}, not a float type", ir::dtype_name(residual->dtype()));
@@ -256,7 +274,18 @@ class LayerNormKernel : public runtime::Kernel {
     if (residual->dtype() != x.dtype())
       ctx.fail("the fused residual is {}, X is {}", ir::dtype_name(residual->dtype()),
                ir::dtype_name(x.dtype()));
-    normalize(ctx, broadcast_sum(ctx, x, *residual, "residual"), nullptr);
+    const ir::Tensor summed = broadcast_sum(ctx, x, *residual, "residual");
+    if (sum_output_ >= 0) {
+      if (sum_dtype_ != summed.dtype())
+        ctx.fail("the fused residual sum (output {}) is declared {}, but the sum is {}",
+                 sum_output_, ir::dtype_name(sum_dtype_), ir::dtype_name(summed.dtype()));
+      ir::Tensor& s =
+          ctx.allocate_output(static_cast<size_t>(sum_output_), summed.dtype(), summed.shape());
+      if (s.nbytes())
+        SY_CUDA_CHECK(cudaMemcpyAsync(s.raw(), summed.raw(), s.nbytes(), cudaMemcpyDeviceToDevice,
+                                      run_context(ctx).stream));
+    }
+    normalize(ctx, summed, nullptr);
   }
 
  private:
@@ -281,14 +310,27 @@ class LayerNormKernel : public runtime::Kernel {
       broadcast_operand(ctx, ctx.input(2), x, axis, "B", a.bias_per_column, a.bias_view);
     std::vector<int64_t> stats_shape = x.shape();
     for (int64_t i = axis; i < x.rank(); ++i) stats_shape[static_cast<size_t>(i)] = 1;
+    // The sum is written in Y's dtype, which is the one the absorbed Add's result had (float32
+    // in a residual stream kept so under --precision fp16/bf16).
+    if (sum_output_ >= 0 && residual && sum_dtype_ != yd)
+      ctx.fail(
+          "the fused residual sum (output {}) is declared {}, but the kernel writes it in Y's "
+          "dtype {}",
+          sum_output_, ir::dtype_name(sum_dtype_), ir::dtype_name(yd));
     ir::Tensor& y = ctx.allocate_output(0, yd, x.shape());
-    // A NarrowCopy's output 1 is Y in 16 bits, not Mean.
+    // A NarrowCopy's output 1 is Y in 16 bits, not Mean; beside a residual sum outputs 1 and 2
+    // are otherwise unread placeholders.
+    const bool stats = !narrow_ && sum_output_ < 0;
     ir::Tensor* copy = narrow_ ? &ctx.allocate_output(1, narrow_dtype_, x.shape()) : nullptr;
-    ir::Tensor* mean = !narrow_ && ctx.num_outputs() > 1
+    ir::Tensor* mean = stats && ctx.num_outputs() > 1
                            ? &ctx.allocate_output(1, stats_dtype_, stats_shape)
                            : nullptr;
-    ir::Tensor* inv = !narrow_ && ctx.num_outputs() > 2
+    ir::Tensor* inv = stats && ctx.num_outputs() > 2
                           ? &ctx.allocate_output(2, stats_dtype_, stats_shape)
+                          : nullptr;
+    // With a residual of X's shape the row pass writes the sum (run() wrote a broadcast one).
+    ir::Tensor* sum = sum_output_ >= 0 && residual
+                          ? &ctx.allocate_output(static_cast<size_t>(sum_output_), yd, x.shape())
                           : nullptr;
     a.rows = product(x.shape(), 0, static_cast<size_t>(axis));
     a.cols = product(x.shape(), static_cast<size_t>(axis), x.shape().size());
@@ -307,6 +349,7 @@ class LayerNormKernel : public runtime::Kernel {
     a.bias = has_bias ? ctx.input(2).raw() : nullptr;
     a.residual = residual ? residual->raw() : nullptr;
     if (residual) a.residual_dtype = residual->dtype();
+    a.sum = sum ? sum->raw() : nullptr;
     a.epsilon = epsilon_;
     a.double_stats =
         stash_ == DType::Float64 || x.dtype() == DType::Float64 || yd == DType::Float64;
@@ -330,6 +373,8 @@ class LayerNormKernel : public runtime::Kernel {
   DType stats_dtype_;
   DType y_dtype_;
   DType narrow_dtype_;
+  int sum_output_ = -1;  // ResidualSum (fusion/payload.h): the output S goes to; -1: none
+  DType sum_dtype_ = DType::Undefined;
 };
 
 class LpNormKernel : public runtime::Kernel {

@@ -27,7 +27,8 @@ struct NormDims {
 /// LayerNormalization of `rows` contiguous rows of `cols` values: Y = (S - mean(S)) /
 /// sqrt(var(S) + epsilon) * scale + bias per row, with S = X, or S = X + Z with a residual.
 /// X, Z and Y may have different dtypes (the Casts around a residual stream kept in float32 under
-/// --precision fp16/bf16, absorbed), and a second output may carry Y in a narrower type.
+/// --precision fp16/bf16, absorbed), a second output may carry Y in a narrower type, and a third
+/// the sum S.
 struct LayerNormArgs {
   /// Of scale and bias; also of x, residual and y wherever their own dtype is Undefined (the
   /// single-dtype form every plain LayerNormalization uses).
@@ -50,6 +51,10 @@ struct LayerNormArgs {
   /// float64) and rounded to Y's dtype. Every row length and statistics type takes it.
   const void* residual = nullptr;
   DType residual_dtype = DType::Undefined;  ///< Z's (Undefined: `dtype`)
+  /// S itself written out, of X's shape and Y's dtype (fusion::ResidualSum: the pre-norm
+  /// running sum the absorbed Add's other readers read), bit for bit the value the rows are
+  /// normalized from; null when absent. Needs the residual.
+  void* sum = nullptr;
   /// A second output of X's shape, null when absent: the values Y holds, converted to
   /// `y_narrow_dtype` (Float16 or BFloat16) by the saturating cast (launch_cast with saturate,
   /// precision.h's SaturatingCast): finite values beyond the type's range become its largest
@@ -69,7 +74,7 @@ struct LayerNormArgs {
 };
 
 /// Enqueues the LayerNormalization `a` describes. cudaErrorInvalidValue for a dtype that is not
-/// a float type or a y_narrow_dtype other than Float16/BFloat16.
+/// a float type, a y_narrow_dtype other than Float16/BFloat16, or a sum without a residual.
 cudaError_t launch_layer_norm(const LayerNormArgs& a, cudaStream_t stream);
 
 /// Rows up to this long, with float statistics and no float64 operand, are normalized from
