@@ -4,7 +4,7 @@
 // and written through the head split's strides [B, S, H, D]) at batch 1 and 64, and GPT-style
 // causal attention (12 heads, head dim 64, sequence 1024, a bool mask [1, 1, S, S] that is true on
 // and below the diagonal: WhereFalse with fill -inf; the result [B, H, S, D]) at batch 1 and 16.
-// Each row: the launch's own warps per CTA, then, for BERT and GPT, forced counts (1-8). Prints
+// Each row: the launch's own warps per CTA, then, for BERT, each forced count (1, 2, 4). Prints
 // one Markdown table: the median and the minimum of --runs calls timed one by one with CUDA
 // events around each launch after --warmup untimed ones, the mean of the same number of calls
 // back to back (one event pair around all of them), and the rates that median gives (the FLOPs

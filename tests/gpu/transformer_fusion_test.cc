@@ -168,17 +168,20 @@ TEST(CudaTransformerFusion, ResidualAddLayerNorm) {
     seed += 4;
   }
   // The sum a graph output too: the pre-norm form, the norm writing the sum (compared as an
-  // output); of a residual that broadcasts, not fused (the sum written must be the Add's).
-  LnSpec shared{{2, 16, 64}, {2, 16, 64}, true};
-  check_fusion(ln_graph(shared, seed),
-               {{"a", random_tensor(DType::Float32, shared.a, seed + 2)},
-                {"b", random_tensor(DType::Float32, shared.b, seed + 3)}},
-               {{"ln", "add"}});
-  LnSpec broadcast{{2, 16, 64}, {64}, true};
-  check_fusion(ln_graph(broadcast, seed + 4),
-               {{"a", random_tensor(DType::Float32, broadcast.a, seed + 6)},
-                {"b", random_tensor(DType::Float32, broadcast.b, seed + 7)}},
-               {}, {"add"});
+  // output); also of a residual that broadcasts (GPT's token + position embeddings [B, S, C] +
+  // [1, S, C] at B > 1), which the kernel sums whole first — under fp16/bf16 in the float32 of
+  // the residual stream, each operand widened as the absorbed Casts did.
+  for (const LnSpec& shared :
+       {LnSpec{{2, 16, 64}, {2, 16, 64}, true}, LnSpec{{2, 16, 64}, {1, 16, 64}, true},
+        LnSpec{{2, 16, 64}, {64}, true}}) {
+    SCOPED_TRACE("read twice: " + ir::shape_to_string(shared.a) + " + " +
+                 ir::shape_to_string(shared.b));
+    check_fusion(ln_graph(shared, seed),
+                 {{"a", random_tensor(DType::Float32, shared.a, seed + 2)},
+                  {"b", random_tensor(DType::Float32, shared.b, seed + 3)}},
+                 {{"ln", "add"}});
+    seed += 4;
+  }
 }
 
 // ---- mask Add -> Softmax ---------------------------------------------------------------------

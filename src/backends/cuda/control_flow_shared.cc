@@ -1,5 +1,7 @@
 #include "backends/cuda/control_flow_shared.h"
 
+#include "backends/cuda/kernels/data_impl.h"
+
 #include "ir/checked_math.h"
 #include "ops/shape_inference.h"
 
@@ -22,7 +24,7 @@ ir::Tensor new_tensor(runtime::HostPool& pool, DType dtype, std::vector<int64_t>
 
 void copy_device(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
   if (bytes == 0 || dst == src) return;
-  SY_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream));
+  SY_CUDA_CHECK(data::launch_device_copy(dst, src, bytes, stream));
 }
 
 int64_t dims_product(const std::vector<int64_t>& shape, size_t from, size_t to) {

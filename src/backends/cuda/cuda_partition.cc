@@ -33,6 +33,7 @@
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/fusion.h"
+#include "backends/cuda/kernels/data_impl.h"
 #include "backends/cuda/layout.h"
 #include "backends/cuda/precision.h"
 #include "backends/cuda/step_program.h"
@@ -207,8 +208,7 @@ class CudaPartition : public runtime::CompiledPartition {
                    backend_.device().id, e.message(), backend_.device().id);
         }
       }
-      rc.device_error = slot.error_word;
-      SY_CUDA_CHECK(cudaMemsetAsync(rc.device_error, 0, sizeof(int32_t), rc.stream));
+      rc.device_error = slot.error_word;  // cleared by execute(); a replay uses the graph's
       std::vector<ir::Datum> out;
       if (device_graphs_ && capturable_ && !state.profiler) {
         out = run_with_graphs(std::move(inputs), state, rc);  // may use the graph's word
@@ -221,8 +221,8 @@ class CudaPartition : public runtime::CompiledPartition {
         for (std::shared_ptr<void>& p : pending) run_stream->hold(std::move(p));
         return out;
       }
-      SY_CUDA_CHECK(cudaMemcpyAsync(slot.error_host, rc.device_error, sizeof(int32_t),
-                                    cudaMemcpyDeviceToHost, rc.stream));
+      SY_CUDA_CHECK(
+          data::launch_device_copy(slot.error_host, rc.device_error, sizeof(int32_t), rc.stream));
       SY_CUDA_CHECK(cudaStreamSynchronize(rc.stream));
       state.count_host_sync();
       if (int32_t word = *slot.error_host; word != 0) throw_kernel_fault(word);
@@ -261,9 +261,12 @@ class CudaPartition : public runtime::CompiledPartition {
       if (!in->type().is_tensor()) capturable_ = false;
   }
 
-  // Runs every step on rc.stream; returns the outputs (work may still be queued).
+  // Runs every step on rc.stream after clearing rc.device_error, the word its kernels report
+  // faults in; returns the outputs (work may still be queued). Inside a capture the clear is the
+  // graph's first node, so each replay clears the graph's own word without a call of its own.
   std::vector<ir::Datum> execute(std::vector<ir::Datum> inputs, runtime::RunState& state,
                                  CudaRunContext& rc) const {
+    SY_CUDA_CHECK(data::launch_fill(rc.device_error, 1, sizeof(int32_t), 0, rc.stream));
     return program_->execute(std::move(inputs), state, rc);
   }
 
@@ -352,22 +355,18 @@ class CudaPartition : public runtime::CompiledPartition {
         if (i < input_on_host_.size() && input_on_host_[i]) continue;
         const ir::Tensor& src = inputs[i].tensor;
         ir::Tensor& dst = graph->inputs[i].tensor;
-        if (src.nbytes())
-          SY_CUDA_CHECK(cudaMemcpyAsync(dst.raw(), src.raw(), src.nbytes(),
-                                        cudaMemcpyDeviceToDevice, rc.stream));
+        SY_CUDA_CHECK(data::launch_device_copy(dst.raw(), src.raw(), src.nbytes(), rc.stream));
       }
     }
-    rc.device_error = graph->error_word;
-    SY_CUDA_CHECK(cudaMemsetAsync(rc.device_error, 0, sizeof(int32_t), rc.stream));
+    rc.device_error = graph->error_word;  // the graph clears it first
     SY_CUDA_CHECK(cudaGraphLaunch(graph->exec, rc.stream));
-    // Results leave the graph's buffers for the run's own, so the caller may keep them.
+    // Results leave the graph's buffers for the run's own, so the caller may keep them. Copies
+    // here and above are kernels, not copy-engine memcpys (data_impl.h: launch_device_copy).
     std::vector<ir::Datum> out;
     for (const ir::Datum& d : graph->outputs) {
       const ir::Tensor& t = d.tensor;
       ir::Tensor copy = runtime::allocate_like(t, *state.pool);
-      if (t.nbytes())
-        SY_CUDA_CHECK(
-            cudaMemcpyAsync(copy.raw(), t.raw(), t.nbytes(), cudaMemcpyDeviceToDevice, rc.stream));
+      SY_CUDA_CHECK(data::launch_device_copy(copy.raw(), t.raw(), t.nbytes(), rc.stream));
       out.emplace_back(std::move(copy));
     }
     return out;
@@ -426,9 +425,7 @@ class CudaPartition : public runtime::CompiledPartition {
         }
         const ir::Tensor& src = inputs[i].tensor;
         ir::Tensor staged = runtime::allocate_like(src, *graph.arena);
-        if (src.nbytes())
-          SY_CUDA_CHECK(cudaMemcpyAsync(staged.raw(), src.raw(), src.nbytes(),
-                                        cudaMemcpyDeviceToDevice, rc.stream));
+        SY_CUDA_CHECK(data::launch_device_copy(staged.raw(), src.raw(), src.nbytes(), rc.stream));
         graph.inputs.emplace_back(std::move(staged));
       }
       // Replays may run on any stream while this stream's own workspace serves other runs: the

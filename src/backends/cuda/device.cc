@@ -1,5 +1,7 @@
 #include "backends/cuda/device.h"
 
+#include "backends/cuda/kernels/data_impl.h"
+
 #include <omp.h>
 
 #include <algorithm>
@@ -119,8 +121,9 @@ void CudaRunStream::defer_fault_check(const int32_t* device_word,
   if (checks_.size() == kErrorWordsPerStream) synchronize();
   const size_t word = checks_.size();
   queued_ = true;
-  SY_CUDA_CHECK(cudaMemcpyAsync(&lease_->error_host[word], device_word, sizeof(int32_t),
-                                cudaMemcpyDeviceToHost, lease_->stream));
+  // A kernel writes the pinned word (launch_device_copy): no copy-engine wait after the work.
+  SY_CUDA_CHECK(data::launch_device_copy(&lease_->error_host[word], device_word, sizeof(int32_t),
+                                         lease_->stream));
   checks_.push_back({word, std::move(raise)});
 }
 

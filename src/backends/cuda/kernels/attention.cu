@@ -534,16 +534,13 @@ cudaError_t launch_tc(const AttentionArgs& a, int device, int warps, bool vec, b
   cudaError_t status = opt_in<T, kD, 1>(device);
   if (status == cudaSuccess) status = opt_in<T, kD, 2>(device);
   if (status == cudaSuccess) status = opt_in<T, kD, 4>(device);
-  if (status == cudaSuccess) status = opt_in<T, kD, 8>(device);
   if (status != cudaSuccess) return status;
   if (warps == 1) {
     launch_tc_warps<T, kD, 1>(a, vec, vec_out, stream);
   } else if (warps == 2) {
     launch_tc_warps<T, kD, 2>(a, vec, vec_out, stream);
-  } else if (warps == 4) {
-    launch_tc_warps<T, kD, 4>(a, vec, vec_out, stream);
   } else {
-    launch_tc_warps<T, kD, 8>(a, vec, vec_out, stream);
+    launch_tc_warps<T, kD, 4>(a, vec, vec_out, stream);
   }
   return cudaGetLastError();
 }
@@ -596,8 +593,7 @@ int attention_warps_per_cta(const AttentionArgs& a, int sm_count) {
 }
 
 cudaError_t launch_attention(const AttentionArgs& a, cudaStream_t stream) {
-  if (a.warps_per_cta != 0 && a.warps_per_cta != 1 && a.warps_per_cta != 2 &&
-      a.warps_per_cta != 4 && a.warps_per_cta != 8)
+  if (a.warps_per_cta != 0 && a.warps_per_cta != 1 && a.warps_per_cta != 2 && a.warps_per_cta != 4)
     return cudaErrorInvalidValue;
   if (a.batch * a.heads * a.q_len == 0 || a.v_dim == 0) return cudaSuccess;
   if (a.kv_len <= 0) return cudaErrorInvalidValue;

@@ -39,8 +39,8 @@ struct AttentionArgs {
   int64_t mask_stride[4] = {};  ///< batch, head, query, key
   float fill = 0;
   /// Warps per CTA of the tensor-core kernel, 16 query rows each: 0 chooses them
-  /// (attention_warps_per_cta); 1, 2, 4 or 8 force them (tests, benchmarks); any other value
-  /// makes launch_attention return cudaErrorInvalidValue.
+  /// (attention_warps_per_cta); 1, 2 or 4 force them (tests, benchmarks); any other value makes
+  /// launch_attention return cudaErrorInvalidValue.
   int32_t warps_per_cta = 0;
 };
 
@@ -56,7 +56,7 @@ int attention_warps_per_cta(const AttentionArgs& a, int sm_count);
 
 /// Enqueues the attention on `stream`; kv_len must be > 0 (an empty softmax has no result to
 /// normalize: the caller writes zeros). Returns cudaErrorInvalidValue for kv_len <= 0, a dtype
-/// other than float16 and bfloat16 or a warps_per_cta other than 0, 1, 2, 4 and 8 (nothing
+/// other than float16 and bfloat16 or a warps_per_cta other than 0, 1, 2 and 4 (nothing
 /// enqueued), a failed device query's error, else cudaGetLastError() after the launch.
 cudaError_t launch_attention(const AttentionArgs& a, cudaStream_t stream);
 

@@ -18,6 +18,11 @@ __global__ void fill_kernel(T* dst, int64_t n, T value) {
   SY_GRID_STRIDE(i, n) dst[i] = value;
 }
 
+template <typename T>
+__global__ void copy_kernel(const T* src, T* dst, int64_t n) {
+  SY_GRID_STRIDE(i, n) dst[i] = src[i];
+}
+
 __global__ void write_int64s_kernel(int64_t* dst, Int64Values v) {
   int i = static_cast<int>(threadIdx.x);
   if (i < v.count) dst[i] = v.values[i];
@@ -191,6 +196,21 @@ cudaError_t launch_fill(void* dst, int64_t n, int elem_size, uint64_t bits, cuda
   });
 }
 
+cudaError_t launch_device_copy(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
+  if (bytes == 0 || dst == src) return cudaSuccess;
+  const uintptr_t both = reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src);
+  auto launch = [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t n = static_cast<int64_t>(bytes / sizeof(T));
+    copy_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const T*>(src),
+                                                           static_cast<T*>(dst), n);
+    return cudaGetLastError();
+  };
+  if ((both | bytes) % 16 == 0) return launch(uint4{});
+  if ((both | bytes) % 4 == 0) return launch(uint32_t{});
+  return launch(uint8_t{});
+}
+
 cudaError_t launch_write_int64s(int64_t* dst, const Int64Values& values, cudaStream_t stream) {
   if (values.count <= 0) return cudaSuccess;
   write_int64s_kernel<<<1, Int64Values::kMaxValues, 0, stream>>>(dst, values);
@@ -202,8 +222,8 @@ cudaError_t launch_strided_copy(const void* src, void* dst, int elem_size, const
   const int64_t n = product(view.dims, view.rank);
   if (n == 0) return cudaSuccess;
   if (view.rank == 0 || (view.rank == 1 && view.strides[0] == 1))
-    return cudaMemcpyAsync(dst, src, static_cast<size_t>(n) * static_cast<size_t>(elem_size),
-                           cudaMemcpyDeviceToDevice, stream);
+    return launch_device_copy(dst, src, static_cast<size_t>(n) * static_cast<size_t>(elem_size),
+                              stream);
   const int r = view.rank;
   const int64_t rows = r >= 2 ? view.dims[r - 2] : 0, cols = view.dims[r - 1];
   const int64_t row_tiles = (rows + kTile - 1) / kTile, col_tiles = (cols + kTile - 1) / kTile;

@@ -27,6 +27,14 @@ struct StridedView {
 /// Sets n elements of `elem_size` bytes to the low bytes of `bits`.
 cudaError_t launch_fill(void* dst, int64_t n, int elem_size, uint64_t bits, cudaStream_t stream);
 
+/// dst[0, bytes) = src[0, bytes) by a kernel (16 bytes a thread where both are 16-byte aligned),
+/// not a copy engine: a memcpy or memset node in a CUDA graph, or on a stream between kernels,
+/// makes the engines wait for each other (a 120-kernel graph replayed 28 µs slower with one
+/// memcpy node first, 48 µs with a memset; bench/RESULTS.md, sixteenth measurement). The ranges
+/// must not overlap. Either may be pinned host memory (the kernel reads or writes it over the
+/// bus: a fault word read back).
+cudaError_t launch_device_copy(void* dst, const void* src, size_t bytes, cudaStream_t stream);
+
 /// Up to kMaxValues int64 values written by a kernel (Shape, Size).
 struct Int64Values {
   static constexpr int kMaxValues = 16;
@@ -37,7 +45,7 @@ cudaError_t launch_write_int64s(int64_t* dst, const Int64Values& values, cudaStr
 
 /// dst (contiguous, shape view.dims) [i] = src[sum_k i_k * view.strides[k]]. The view should
 /// have its size-1 dims dropped and contiguous neighbours merged (a batched 2-D transpose then
-/// goes through shared-memory tiles; a contiguous view is one memcpy).
+/// goes through shared-memory tiles; a contiguous view is one copy kernel).
 cudaError_t launch_strided_copy(const void* src, void* dst, int elem_size, const StridedView& view,
                                 cudaStream_t stream);
 

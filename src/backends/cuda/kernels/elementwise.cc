@@ -15,6 +15,7 @@
 #include "backends/cuda/cuda_context.h"
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/fusion.h"
+#include "backends/cuda/kernels/data_impl.h"
 #include "backends/cuda/kernels/elementwise_impl.h"
 #include "backends/cuda/precision.h"
 #include "ops/op_traits.h"
@@ -309,8 +310,7 @@ class VariadicKernel final : public runtime::Kernel {
     if (out.numel() == 0) return;
     cudaStream_t stream = stream_of(ctx);
     if (ctx.num_inputs() == 1) {
-      SY_CUDA_CHECK(cudaMemcpyAsync(out.raw(), first.raw(), first.nbytes(),
-                                    cudaMemcpyDeviceToDevice, stream));
+      SY_CUDA_CHECK(data::launch_device_copy(out.raw(), first.raw(), first.nbytes(), stream));
       return;
     }
     const ir::Tensor& second = ctx.input(1);

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "backends/cuda/kernels/common.cuh"
+#include "backends/cuda/kernels/data_impl.h"
 #include "backends/cuda/kernels/elementwise_impl.h"
 
 namespace switchyard::cuda {
@@ -829,8 +830,7 @@ cudaError_t launch_cast(DType from, DType to, const void* x, void* y, int64_t n,
       using From = typename decltype(tf)::type;
       using To = typename decltype(tt)::type;
       if constexpr (std::is_same_v<From, To>) {
-        return cudaMemcpyAsync(y, x, static_cast<size_t>(n) * sizeof(From),
-                               cudaMemcpyDeviceToDevice, stream);
+        return data::launch_device_copy(y, x, static_cast<size_t>(n) * sizeof(From), stream);
       } else {
         cast_kernel<From, To><<<grid_for(n), kThreads, 0, stream>>>(static_cast<const From*>(x),
                                                                     static_cast<To*>(y), n);

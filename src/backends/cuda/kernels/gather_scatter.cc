@@ -154,8 +154,7 @@ Support check_scatter(const ir::Node& node) {
 ir::Tensor& copy_data_to_output(KernelContext& ctx, const ir::Tensor& data) {
   ir::Tensor& out = ctx.allocate_output(0, data.dtype(), data.shape());
   if (out.nbytes() > 0)
-    SY_CUDA_CHECK(cudaMemcpyAsync(out.raw(), data.raw(), out.nbytes(), cudaMemcpyDeviceToDevice,
-                                  stream_of(ctx)));
+    SY_CUDA_CHECK(data::launch_device_copy(out.raw(), data.raw(), out.nbytes(), stream_of(ctx)));
   return out;
 }
 

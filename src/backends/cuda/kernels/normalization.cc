@@ -12,6 +12,7 @@
 
 #include "backends/cuda/cuda_context.h"
 #include "backends/cuda/cuda_kernels.h"
+#include "backends/cuda/kernels/data_impl.h"
 #include "backends/cuda/kernels/fused_sum.h"
 #include "backends/cuda/kernels/normalization_impl.h"
 #include "backends/cuda/precision.h"
@@ -271,10 +272,16 @@ class LayerNormKernel : public runtime::Kernel {
       normalize(ctx, x, residual);
       return;
     }
-    if (residual->dtype() != x.dtype())
+    // The Add the casts were absorbed from ran in Y's dtype (absorb_layer_norm_casts: a 16-bit
+    // X and residual under a float32 Y): each operand is widened to it first, as the Casts did.
+    const DType yd = y_dtype(x);
+    const bool widen = yd != x.dtype() || residual->dtype() != x.dtype();
+    if (widen && (!ir::dtype_is_float(residual->dtype()) || yd != DType::Float32))
       ctx.fail("the fused residual is {}, X is {}", ir::dtype_name(residual->dtype()),
                ir::dtype_name(x.dtype()));
-    const ir::Tensor summed = broadcast_sum(ctx, x, *residual, "residual");
+    const ir::Tensor summed =
+        widen ? broadcast_sum(ctx, widened(ctx, x, yd), widened(ctx, *residual, yd), "residual")
+              : broadcast_sum(ctx, x, *residual, "residual");
     if (sum_output_ >= 0) {
       if (sum_dtype_ != summed.dtype())
         ctx.fail("the fused residual sum (output {}) is declared {}, but the sum is {}",
@@ -282,8 +289,8 @@ class LayerNormKernel : public runtime::Kernel {
       ir::Tensor& s =
           ctx.allocate_output(static_cast<size_t>(sum_output_), summed.dtype(), summed.shape());
       if (s.nbytes())
-        SY_CUDA_CHECK(cudaMemcpyAsync(s.raw(), summed.raw(), s.nbytes(), cudaMemcpyDeviceToDevice,
-                                      run_context(ctx).stream));
+        SY_CUDA_CHECK(
+            data::launch_device_copy(s.raw(), summed.raw(), s.nbytes(), run_context(ctx).stream));
     }
     normalize(ctx, summed, nullptr);
   }
@@ -361,6 +368,19 @@ class LayerNormKernel : public runtime::Kernel {
 
   // Y's dtype: X's, or float32 where the node declares a float32 Y over a 16-bit X (the form
   // absorb_layer_norm_casts makes).
+  // `t` in `to` (a float type): itself, or a copy in scratch memory through the Cast kernel
+  // (widening is exact).
+  static ir::Tensor widened(const KernelContext& ctx, const ir::Tensor& t, DType to) {
+    if (t.dtype() == to) return t;
+    std::shared_ptr<void> data =
+        ctx.scratch(static_cast<size_t>(t.numel()) * ir::dtype_size(to) + 1);
+    ir::Tensor out = ir::Tensor::wrap(to, t.shape(), data, data.get());
+    if (t.numel() > 0)
+      SY_CUDA_CHECK(launch_cast(t.dtype(), to, t.raw(), out.raw(), t.numel(), false,
+                                run_context(ctx).stream));
+    return out;
+  }
+
   DType y_dtype(const ir::Tensor& x) const {
     const bool narrow_x = x.dtype() == DType::Float16 || x.dtype() == DType::BFloat16;
     return narrow_x && y_dtype_ == DType::Float32 ? DType::Float32 : x.dtype();
