@@ -6,6 +6,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "ir/check.h"
+#include "ir/graph.h"
+
 namespace switchyard::backends::fusion {
 
 namespace {
@@ -85,6 +88,15 @@ std::string Attention::describe() const {
   }
   if (!mask_slices.empty()) out += fmt::format(" mask_slices={}", mask_slices.size());
   return out;
+}
+
+int residual_sum_output(const ir::Node& node) {
+  const ResidualSum* sum = node.annotation<ResidualSum>();
+  if (!sum) return -1;
+  SY_CHECK(sum->output > 2 && sum->output < node.num_outputs() && node.num_inputs() > 3, Internal,
+           "{}: a residual sum is an output past InvStdDev of a node with input 3",
+           node.describe());
+  return static_cast<int>(sum->output);
 }
 
 std::string ChannelsLast::describe() const { return "layout=NHWC"; }

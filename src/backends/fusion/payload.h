@@ -12,6 +12,10 @@
 
 #include "ir/annotation.h"
 
+namespace switchyard::ir {
+class Node;
+}  // namespace switchyard::ir
+
 namespace switchyard::backends::fusion {
 
 /// An activation a fused node applies to its result, last (after scale, bias and residual).
@@ -157,5 +161,9 @@ struct ResidualSum final : ir::NodeAnnotation {
   /// "residual sum in output 3".
   std::string describe() const override;
 };
+
+/// The output a LayerNormalization writes its ResidualSum to, -1 without one; throws Internal
+/// naming the node when that is no output past InvStdDev, or the node has no input 3.
+int residual_sum_output(const ir::Node& node);
 
 }  // namespace switchyard::backends::fusion

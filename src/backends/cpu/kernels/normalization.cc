@@ -342,15 +342,8 @@ class LayerNormKernel : public runtime::Kernel {
   explicit LayerNormKernel(const runtime::KernelInit& init)
       : axis_(init.node.attr_int("axis", -1)),
         epsilon_(init.node.attr_float("epsilon", 1e-5f)),
-        stash_(static_cast<DType>(init.node.attr_int("stash_type", 1))) {
-    if (const auto* sum = init.node.annotation<backends::fusion::ResidualSum>()) {
-      SY_CHECK(
-          sum->output > 2 && sum->output < init.node.num_outputs() && init.node.num_inputs() > 3,
-          Internal, "{}: a residual sum is an output past InvStdDev of a node with input 3",
-          init.node.describe());
-      sum_output_ = static_cast<int>(sum->output);
-    }
-  }
+        stash_(static_cast<DType>(init.node.attr_int("stash_type", 1))),
+        sum_output_(backends::fusion::residual_sum_output(init.node)) {}
 
   void run(runtime::KernelContext& ctx) const override {
     // Input 3 (fusion.h): a residual Z, Y = LN(X + Z). Of X's shape it is added row by row;

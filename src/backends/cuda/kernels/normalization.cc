@@ -233,14 +233,9 @@ class LayerNormKernel : public runtime::Kernel {
         stats_dtype_(narrow_ ? stash_ : output_dtype(init.node, 1, stash_)),
         y_dtype_(init.node.output(0)->type().dtype),
         narrow_dtype_(narrow_ ? init.node.output(1)->type().dtype : DType::Undefined) {
-    if (const auto* sum = init.node.annotation<backends::fusion::ResidualSum>()) {
-      SY_CHECK(
-          sum->output > 2 && sum->output < init.node.num_outputs() && init.node.num_inputs() > 3,
-          Internal, "{}: a residual sum is an output past InvStdDev of a node with input 3",
-          init.node.describe());
-      sum_output_ = static_cast<int>(sum->output);
-      sum_dtype_ = init.node.output(sum->output)->type().dtype;
-    }
+    sum_output_ = backends::fusion::residual_sum_output(init.node);
+    if (sum_output_ >= 0)
+      sum_dtype_ = init.node.output(static_cast<size_t>(sum_output_))->type().dtype;
     // Outputs past the copy: none, or the residual sum's.
     const size_t narrow_outputs = sum_output_ < 0 ? 2 : static_cast<size_t>(sum_output_) + 1;
     SY_CHECK(!narrow_ || (init.node.num_outputs() == narrow_outputs &&
