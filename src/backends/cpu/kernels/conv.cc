@@ -108,6 +108,8 @@ bool winograd_pays(const ConvDims& d) {
 struct ConvPlan {
   ConvDims dims;
   std::shared_ptr<DnnlConvPlan> dnnl;  // nullptr: the direct loop runs
+  // A channels-last float32 depthwise convolution runs its own loop (conv_depthwise.cc).
+  std::shared_ptr<const DepthwiseConv> depthwise;
   // The same convolution with its ReLU or Clip as a oneDNN post-op, which is exact when no output
   // can be NaN: when every input is finite and at most `input_bound` in magnitude (bounded by the
   // constant weights' largest row sum of magnitudes and bias), so that no sum can overflow.
@@ -269,6 +271,10 @@ class ConvFamilyKernel : public runtime::Kernel {
                ir::shape_to_string(z->shape()), ir::dtype_name(y.dtype()),
                ir::shape_to_string(y.shape()));
     if (y.numel() == 0) return;
+    if (plan->depthwise) {
+      run_depthwise_conv(*plan->depthwise, ctx, x, w, b, z, y);
+      return;
+    }
     std::optional<OmpThreadScope> plan_threads;
     if (plan->threads > 0) plan_threads.emplace(plan->threads);
     if (plan->dnnl_fused && bounded_input(x, plan->input_bound, ctx.num_threads())) {
@@ -400,6 +406,10 @@ class ConvKernel : public ConvFamilyKernel {
     size_t spatial = d.in.size();
     if (x.dtype() != DType::Float32 || spatial > 3 || x.numel() == 0 || product(d.out_shape()) == 0)
       return plan;
+    if (nhwc_ && depthwise_conv_preferred(d, ctx.num_threads())) {
+      plan->depthwise = make_depthwise_conv(d, constant_weights_ ? &w : nullptr, epilogue_);
+      return plan;
+    }
     std::vector<int64_t> wdims = w.shape();
     if (group_ > 1) {
       wdims[0] = group_;

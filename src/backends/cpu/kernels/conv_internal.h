@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backends/cpu/kernels/common.h"
+#include "backends/cpu/kernels/epilogue.h"
 #include "ops/conv_geometry.h"
 
 namespace switchyard::cpu {
@@ -69,6 +70,30 @@ class F32Conv {
   std::shared_ptr<DnnlConvPlan> plan_;
   ir::Tensor weights_;
 };
+
+/// A channels-last float32 2-D depthwise convolution prepared for one call's dims
+/// (conv_depthwise.cc): X, Z and Y stored [N, H, W, C], weights [C, 1, kH, kW].
+class DepthwiseConv;
+
+/// Whether `d` is a 2-D depthwise convolution with channel multiplier 1 (group == C == M).
+bool depthwise_conv_covers(const ConvDims& d);
+
+/// Whether a channels-last float32 convolution `d` on `threads` threads runs the depthwise loop
+/// (depthwise_conv_covers, and where measured faster than oneDNN's primitive).
+bool depthwise_conv_preferred(const ConvDims& d, int threads);
+
+/// The plan of a depthwise_conv_covers() convolution with `epilogue` fused; constant weights
+/// (`constant_weights`, else nullptr) are packed now, others on every run.
+std::shared_ptr<const DepthwiseConv> make_depthwise_conv(const ConvDims& d,
+                                                         const ir::Tensor* constant_weights,
+                                                         const Epilogue& epilogue);
+
+/// y = activation(conv(x, w) + b + z): x [N, H, W, C] (any logical view of that data), w
+/// [C, 1, kH, kW], b [C] or nullptr, z and y [N, OH, OW, C] (z may be nullptr); float32, shapes
+/// as the plan was made for.
+void run_depthwise_conv(const DepthwiseConv& conv, runtime::KernelContext& ctx, const ir::Tensor& x,
+                        const ir::Tensor& w, const ir::Tensor* b, const ir::Tensor* z,
+                        ir::Tensor& y);
 
 /// Conv-family kernels that live in conv_quant.cc (ConvInteger, QLinearConv).
 void register_conv_quant_kernels(runtime::KernelRegistry& r);
