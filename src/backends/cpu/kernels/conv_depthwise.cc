@@ -229,13 +229,18 @@ void activate_span_avx2(Act act, float* p, int64_t n) {
                              _mm512_add_ps(e, _mm512_set1_ps(1.0f)));
 }
 
+// Sigmoid and Swish (Tanh takes the 8-lane span: vector_math's vtanh is no AVX-512 function, and
+// a 16-lane vector may not cross into it).
 [[gnu::always_inline]] SY_TARGET_AVX512 inline __m512 activate16(Act act, __m512 x) {
-  if (act == Act::Tanh) return std::bit_cast<__m512>(vtanh(std::bit_cast<Vec16>(x)));
   const __m512 s = logistic16(x);
   return act == Act::Swish ? _mm512_mul_ps(x, s) : s;
 }
 
 SY_TARGET_AVX512 void activate_span_avx512(Act act, float* p, int64_t n) {
+  if (act == Act::Tanh) {
+    activate_span_avx2(act, p, n);
+    return;
+  }
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) _mm512_storeu_ps(p + i, activate16(act, _mm512_loadu_ps(p + i)));
   if (i < n) {
