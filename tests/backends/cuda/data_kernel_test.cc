@@ -70,7 +70,7 @@ TEST(CudaDeviceCopyKernel, IntoPinnedHostMemory) {
   cudaFreeHost(host);
 }
 
-TEST(CudaDeviceCopyKernel, NothingToDo) {
+TEST(CudaDeviceCopyKernel, ZeroBytesOrOneRangeOntoItselfLaunchNothing) {
   // No launch: zero bytes, or a range onto itself (no device needed).
   int x = 5;
   EXPECT_EQ(cuda::data::launch_device_copy(&x, &x, sizeof x, nullptr), cudaSuccess);
